@@ -1,0 +1,81 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "nimbus",
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10)],
+    products: [
+        .executable(name: "nimbus", targets: ["nimbus"]),
+        .library(name: "NimbusProtocol", targets: ["NimbusProtocol"]),
+        .library(name: "NimbusStore", targets: ["NimbusStore"]),
+        .library(name: "NimbusServer", targets: ["NimbusServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // Value model and CloudKit Web Services JSON codec. Foundation only.
+        .target(name: "NimbusProtocol", swiftSettings: swiftSettings),
+        // Storage protocol and the embedded SQLite engine.
+        .target(
+            name: "NimbusStore",
+            dependencies: [
+                "NimbusProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // HTTP API, auth, provisioning, push hub.
+        .target(
+            name: "NimbusServer",
+            dependencies: [
+                "NimbusProtocol",
+                "NimbusStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Resources/openapi.yaml")],
+            swiftSettings: swiftSettings
+        ),
+        // The `nimbus` command: serve, provisioning, bench.
+        .executableTarget(
+            name: "nimbus",
+            dependencies: [
+                "NimbusProtocol",
+                "NimbusStore",
+                "NimbusServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NimbusServerTests",
+            dependencies: [
+                "NimbusProtocol",
+                "NimbusStore",
+                "NimbusServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

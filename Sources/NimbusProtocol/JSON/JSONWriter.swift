@@ -1,0 +1,74 @@
+import Foundation
+
+extension JSON {
+    /// The compact JSON text of this value. Object members are written in sorted key order
+    /// so that output is deterministic (useful for digests and for tests).
+    public func serialized() -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The compact JSON text of this value as bytes.
+    public func serializedBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(into: &out)
+        return out
+    }
+
+    /// Appends the compact JSON text of this value to `out`.
+    public func write(into out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: Self.nullBytes)
+        case .bool(let value): out.append(contentsOf: value ? Self.trueBytes : Self.falseBytes)
+        case .number(let text): out.append(contentsOf: text.utf8)
+        case .raw(let text): out.append(contentsOf: text.utf8)
+        case .string(let value): Self.writeString(value, into: &out)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (offset, element) in elements.enumerated() {
+                if offset > 0 { out.append(UInt8(ascii: ",")) }
+                element.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for key in members.keys.sorted() {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                Self.writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                members[key]!.write(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let nullBytes = Array("null".utf8)
+    private static let trueBytes = Array("true".utf8)
+    private static let falseBytes = Array("false".utf8)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Appends `value` as a quoted, escaped JSON string.
+    public static func writeString(_ value: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
+            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+            case 0..<0x20:
+                out.append(contentsOf: Array("\\u00".utf8))
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,47 @@
+/// The type names CloudKit Web Services puts beside every field value.
+public enum FieldType: String, Sendable, Hashable, CaseIterable, Codable {
+    case string = "STRING"
+    case int64 = "INT64"
+    case double = "DOUBLE"
+    case timestamp = "TIMESTAMP"
+    case bytes = "BYTES"
+    case location = "LOCATION"
+    case reference = "REFERENCE"
+    case stringList = "STRING_LIST"
+    case int64List = "INT64_LIST"
+    case doubleList = "DOUBLE_LIST"
+    case timestampList = "TIMESTAMP_LIST"
+    case bytesList = "BYTES_LIST"
+    case locationList = "LOCATION_LIST"
+    case referenceList = "REFERENCE_LIST"
+
+    /// The element type of a `*_LIST` type, or `nil` for a scalar type.
+    public var elementType: FieldType? {
+        switch self {
+        case .stringList: return .string
+        case .int64List: return .int64
+        case .doubleList: return .double
+        case .timestampList: return .timestamp
+        case .bytesList: return .bytes
+        case .locationList: return .location
+        case .referenceList: return .reference
+        default: return nil
+        }
+    }
+
+    /// The `*_LIST` type whose elements are of this scalar type.
+    public var listType: FieldType? {
+        switch self {
+        case .string: return .stringList
+        case .int64: return .int64List
+        case .double: return .doubleList
+        case .timestamp: return .timestampList
+        case .bytes: return .bytesList
+        case .location: return .locationList
+        case .reference: return .referenceList
+        default: return nil
+        }
+    }
+
+    public var isList: Bool { elementType != nil }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// The value of one record field, typed as CloudKit types it.
+public indirect enum FieldValue: Sendable, Hashable {
+    case string(String)
+    case int64(Int64)
+    case double(Double)
+    /// Milliseconds since the epoch.
+    case timestamp(Int64)
+    case bytes(Data)
+    case location(Location)
+    case reference(Reference)
+    /// A `*_LIST` value. `elementType` names the element type so empty lists keep their type.
+    case list(elementType: FieldType, [FieldValue])
+
+    /// The wire type name of this value.
+    public var type: FieldType {
+        switch self {
+        case .string: return .string
+        case .int64: return .int64
+        case .double: return .double
+        case .timestamp: return .timestamp
+        case .bytes: return .bytes
+        case .location: return .location
+        case .reference: return .reference
+        case .list(let elementType, _): return elementType.listType ?? .stringList
+        }
+    }
+
+    /// Every reference in this value (one for REFERENCE, each element for REFERENCE_LIST).
+    public var references: [Reference] {
+        switch self {
+        case .reference(let reference): return [reference]
+        case .list(_, let values): return values.flatMap(\.references)
+        default: return []
+        }
+    }
+}
+
+extension FieldValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int64(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+}
+
+extension FieldValue {
+    public var stringValue: String? { if case .string(let v) = self { return v } else { return nil } }
+    public var int64Value: Int64? { if case .int64(let v) = self { return v } else { return nil } }
+    public var doubleValue: Double? {
+        switch self {
+        case .double(let v): return v
+        case .int64(let v): return Double(v)
+        default: return nil
+        }
+    }
+    public var timestampValue: Int64? { if case .timestamp(let v) = self { return v } else { return nil } }
+    public var bytesValue: Data? { if case .bytes(let v) = self { return v } else { return nil } }
+    public var locationValue: Location? { if case .location(let v) = self { return v } else { return nil } }
+    public var referenceValue: Reference? { if case .reference(let v) = self { return v } else { return nil } }
+    public var listValue: [FieldValue]? { if case .list(_, let v) = self { return v } else { return nil } }
+}

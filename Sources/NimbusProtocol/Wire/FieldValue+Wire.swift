@@ -1,0 +1,164 @@
+import Foundation
+
+extension FieldValue {
+    /// Decodes a field dictionary `{value, type?}`. Without `type` the type is inferred from
+    /// the value: strings are STRING, integers INT64, other numbers DOUBLE, objects with
+    /// `recordName` REFERENCE, objects with `latitude` LOCATION, arrays the list of their
+    /// first element's type. Booleans are stored as INT64 0/1, as CloudKit stores them.
+    public init(wire reader: WireReader) throws(CloudKitError) {
+        let value: WireReader
+        let typeName: String?
+        if case .object(let members) = reader.json, members["value"] != nil {
+            value = WireReader(members["value"]!, path: "\(reader.path).value")
+            typeName = try reader.optionalString("type")
+        } else {
+            // Some clients send bare values; treat them as an untyped value.
+            value = reader
+            typeName = nil
+        }
+        guard let typeName else {
+            self = try FieldValue.inferred(from: value)
+            return
+        }
+        guard let type = FieldType(rawValue: typeName) else {
+            if typeName == "ASSET" || typeName == "ASSETID" || typeName == "ASSET_LIST" {
+                throw .badRequest("'\(reader.path).type': field type \(typeName) is not supported by this server yet")
+            }
+            throw .badRequest(
+                "'\(reader.path).type': unknown field type '\(typeName)'; expected one of "
+                    + FieldType.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        self = try FieldValue.decode(value, as: type)
+    }
+
+    static func decode(_ reader: WireReader, as type: FieldType) throws(CloudKitError) -> FieldValue {
+        if let elementType = type.elementType {
+            var values: [FieldValue] = []
+            for element in try reader.array() { values.append(try decode(element, as: elementType)) }
+            return .list(elementType: elementType, values)
+        }
+        switch type {
+        case .string:
+            return .string(try reader.string())
+        case .int64:
+            if case .bool(let flag) = reader.json { return .int64(flag ? 1 : 0) }
+            return .int64(try reader.int())
+        case .double:
+            return .double(try reader.double())
+        case .timestamp:
+            return .timestamp(try reader.int())
+        case .bytes:
+            let text = try reader.string()
+            guard let data = Data(base64Encoded: text) ?? Data(base64URLEncoded: text) else {
+                throw .badRequest("'\(reader.path)' must be base64-encoded bytes")
+            }
+            return .bytes(data)
+        case .location:
+            return .location(try Location(wire: reader))
+        case .reference:
+            return .reference(try Reference(wire: reader))
+        default:
+            throw .badRequest("'\(reader.path)': unsupported field type \(type.rawValue)")
+        }
+    }
+
+    static func inferred(from reader: WireReader) throws(CloudKitError) -> FieldValue {
+        switch reader.json {
+        case .string(let text): return .string(text)
+        case .bool(let flag): return .int64(flag ? 1 : 0)
+        case .number(let text):
+            if let integer = Int64(text) { return .int64(integer) }
+            if text.allSatisfy({ $0.isNumber || $0 == "-" }) {
+                throw .badRequest("'\(reader.path)' is an integer outside the 64-bit range")
+            }
+            return .double(try reader.double())
+        case .object(let members):
+            if members["recordName"] != nil { return .reference(try Reference(wire: reader)) }
+            if members["latitude"] != nil { return .location(try Location(wire: reader)) }
+            throw .badRequest("'\(reader.path)': cannot infer the type of this object; add \"type\"")
+        case .array(let elements):
+            guard let first = elements.first else {
+                throw .badRequest("'\(reader.path)': cannot infer the type of an empty list; add \"type\"")
+            }
+            let elementType = try inferred(from: WireReader(first, path: "\(reader.path)[0]")).type
+            return try decode(reader, as: elementType.listType ?? .stringList)
+        case .null, .raw:
+            throw .badRequest("'\(reader.path)' has no value")
+        }
+    }
+
+    /// The field dictionary `{value, type}`.
+    public func wireJSON(numbersAsStrings: Bool = false) -> JSON {
+        .object(["value": wireValue(numbersAsStrings: numbersAsStrings), "type": .string(type.rawValue)])
+    }
+
+    /// The bare value as it appears under `value`.
+    public func wireValue(numbersAsStrings: Bool = false) -> JSON {
+        switch self {
+        case .string(let text): return .string(text)
+        case .int64(let number): return numbersAsStrings ? .string(String(number)) : .int(number)
+        case .double(let number): return numbersAsStrings ? .string("\(number)") : .double(number)
+        case .timestamp(let millis): return .int(millis)
+        case .bytes(let data): return .string(data.base64EncodedString())
+        case .location(let location): return location.wireJSON
+        case .reference(let reference): return reference.wireJSON
+        case .list(_, let values): return .array(values.map { $0.wireValue(numbersAsStrings: numbersAsStrings) })
+        }
+    }
+}
+
+extension Location {
+    init(wire reader: WireReader) throws(CloudKitError) {
+        let latitude = try reader.required("latitude").double()
+        let longitude = try reader.required("longitude").double()
+        guard (-90...90).contains(latitude), (-180...180).contains(longitude) else {
+            throw .badRequest("'\(reader.path)': latitude must be within ±90 and longitude within ±180")
+        }
+        self.init(
+            latitude: latitude, longitude: longitude,
+            horizontalAccuracy: try reader.optional("horizontalAccuracy")?.double(),
+            verticalAccuracy: try reader.optional("verticalAccuracy")?.double(),
+            altitude: try reader.optional("altitude")?.double(),
+            speed: try reader.optional("speed")?.double(),
+            course: try reader.optional("course")?.double(),
+            timestamp: try reader.optionalInt("timestamp"))
+    }
+
+    var wireJSON: JSON {
+        var members: [String: JSON] = ["latitude": .double(latitude), "longitude": .double(longitude)]
+        if let horizontalAccuracy { members["horizontalAccuracy"] = .double(horizontalAccuracy) }
+        if let verticalAccuracy { members["verticalAccuracy"] = .double(verticalAccuracy) }
+        if let altitude { members["altitude"] = .double(altitude) }
+        if let speed { members["speed"] = .double(speed) }
+        if let course { members["course"] = .double(course) }
+        if let timestamp { members["timestamp"] = .int(timestamp) }
+        return .object(members)
+    }
+}
+
+extension Reference {
+    init(wire reader: WireReader) throws(CloudKitError) {
+        let recordName = try reader.required("recordName").string()
+        guard !recordName.isEmpty else { throw .badRequest("'\(reader.path).recordName' must not be empty") }
+        let actionName = try reader.optionalString("action") ?? "NONE"
+        guard let action = Action(rawValue: actionName) else {
+            throw .badRequest("'\(reader.path).action' must be NONE, DELETE_SELF or VALIDATE, got '\(actionName)'")
+        }
+        let zoneID = try reader.optional("zoneID").map { reader throws(CloudKitError) in try ZoneID(wire: reader) }
+        self.init(recordName: recordName, zoneID: zoneID, action: action)
+    }
+
+    var wireJSON: JSON {
+        var members: [String: JSON] = ["recordName": .string(recordName), "action": .string(action.rawValue)]
+        if let zoneID { members["zoneID"] = zoneID.wireJSON }
+        return .object(members)
+    }
+}
+
+extension Data {
+    init?(base64URLEncoded text: String) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64.append("=") }
+        self.init(base64Encoded: base64)
+    }
+}

@@ -1,0 +1,77 @@
+extension RecordStamp {
+    init(wire reader: WireReader) throws(CloudKitError) {
+        self.init(
+            timestamp: try reader.optionalInt("timestamp") ?? 0,
+            userRecordName: try reader.optionalString("userRecordName"),
+            deviceID: try reader.optionalString("deviceID"))
+    }
+
+    var wireJSON: JSON {
+        var members: [String: JSON] = ["timestamp": .int(timestamp)]
+        if let userRecordName { members["userRecordName"] = .string(userRecordName) }
+        if let deviceID { members["deviceID"] = .string(deviceID) }
+        return .object(members)
+    }
+}
+
+extension Record {
+    /// Decodes a record dictionary. `recordName` may be absent (the server then names the
+    /// record); `recordType` may be absent only on deletes, where it is ignored.
+    public init(wire reader: WireReader) throws(CloudKitError) {
+        _ = try reader.object()
+        let recordName = try reader.optionalString("recordName") ?? ""
+        let recordType = try reader.optionalString("recordType") ?? ""
+        var fields: [String: FieldValue] = [:]
+        if let fieldsReader = try reader.optional("fields") {
+            for (name, value) in try fieldsReader.object() {
+                guard !name.isEmpty else { throw .badRequest("'\(fieldsReader.path)' has a field with an empty name") }
+                fields[name] = try FieldValue(wire: WireReader(value, path: "\(fieldsReader.path).\(name)"))
+            }
+        }
+        self.init(
+            recordName: recordName,
+            recordType: recordType,
+            recordChangeTag: try reader.optionalString("recordChangeTag"),
+            fields: fields,
+            created: try reader.optional("created").map { r throws(CloudKitError) in try RecordStamp(wire: r) },
+            modified: try reader.optional("modified").map { r throws(CloudKitError) in try RecordStamp(wire: r) },
+            deleted: try reader.optionalBool("deleted") ?? false,
+            zoneID: try reader.optional("zoneID").map { r throws(CloudKitError) in try ZoneID(wire: r) })
+    }
+
+    /// The record dictionary. A deleted record is `{recordName, deleted: true}` (plus zoneID).
+    /// - Parameter desiredKeys: when given, only these fields are included.
+    public func wireJSON(numbersAsStrings: Bool = false, desiredKeys: Set<String>? = nil) -> JSON {
+        var members: [String: JSON] = ["recordName": .string(recordName)]
+        if let zoneID { members["zoneID"] = zoneID.wireJSON }
+        if deleted {
+            members["deleted"] = .bool(true)
+            return .object(members)
+        }
+        members["recordType"] = .string(recordType)
+        if let recordChangeTag { members["recordChangeTag"] = .string(recordChangeTag) }
+        var fieldMembers: [String: JSON] = [:]
+        for (name, value) in fields where desiredKeys?.contains(name) ?? true {
+            fieldMembers[name] = value.wireJSON(numbersAsStrings: numbersAsStrings)
+        }
+        members["fields"] = .object(fieldMembers)
+        if let created { members["created"] = created.wireJSON }
+        if let modified { members["modified"] = modified.wireJSON }
+        members["deleted"] = .bool(false)
+        return .object(members)
+    }
+
+    /// Only the fields as a JSON object of field dictionaries (what the store keeps).
+    public static func fieldsJSON(_ fields: [String: FieldValue], numbersAsStrings: Bool = false) -> JSON {
+        .object(fields.mapValues { $0.wireJSON(numbersAsStrings: numbersAsStrings) })
+    }
+
+    /// Decodes a fields object as written by ``fieldsJSON(_:numbersAsStrings:)``.
+    public static func fields(fromWire json: JSON) throws(CloudKitError) -> [String: FieldValue] {
+        var fields: [String: FieldValue] = [:]
+        for (name, value) in try WireReader(json, path: "fields").object() {
+            fields[name] = try FieldValue(wire: WireReader(value, path: "fields.\(name)"))
+        }
+        return fields
+    }
+}
