@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "NimbusProtocol", targets: ["NimbusProtocol"]),
         .library(name: "NimbusStore", targets: ["NimbusStore"]),
         .library(name: "NimbusServer", targets: ["NimbusServer"]),
+        .library(name: "Nimbus", targets: ["Nimbus"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -24,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
     ],
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
@@ -52,6 +54,16 @@ let package = Package(
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: swiftSettings
         ),
+        // Client SDK: container, databases, async API and operations, push client, errors, retry.
+        .target(
+            name: "Nimbus",
+            dependencies: [
+                "NimbusProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "WSClient", package: "swift-websocket"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `nimbus` command: serve, provisioning, bench.
         .executableTarget(
             name: "nimbus",
@@ -63,6 +75,16 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NimbusTests",
+            dependencies: [
+                "Nimbus",
+                "NimbusProtocol",
+                "NimbusStore",
+                "NimbusServer",
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,66 @@
+import NimbusProtocol
+
+/// The storage seam of Nimbus: databases, zones, records and their change log.
+///
+/// An engine (embedded SQLite, PostgreSQL) implements the primitive reads and writes; the
+/// CloudKit semantics of a modify request (locked saves, EXISTS, update versus replace,
+/// atomic batches, reference validation) live once, in ``ModifyPlanner``, so that every
+/// engine behaves the same.
+///
+/// Change tracking follows the FoundationDB Record Layer: each database has a version that
+/// every commit advances inside its transaction; every record row and tombstone carries the
+/// version of its last change; a sync token is a version made opaque. Readers therefore
+/// never skip a change, and a feed coalesces edits for free.
+///
+/// Methods throw ``CloudKitError`` for protocol errors (ZONE_NOT_FOUND,
+/// CHANGE_TOKEN_EXPIRED, …); any other error is an engine failure.
+public protocol RecordStore: Sendable {
+    /// Applies a `records/modify` request to one zone in one transaction.
+    ///
+    /// When `atomic` is true, any failed operation fails the whole request: nothing is
+    /// written and every other operation reports ATOMIC_ERROR. Otherwise the operations
+    /// that can be applied are.
+    func modifyRecords(
+        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
+        in database: DatabaseKey
+    ) async throws -> ModifyOutcome
+
+    /// Live records by name, in the order asked; `nil` for a missing or deleted record.
+    func lookupRecords(_ names: [String], zone: String, in database: DatabaseKey) async throws -> [StoredRecord?]
+
+    /// The records changed in a zone since `token` (from the start when `nil`).
+    func recordChanges(zone: String, since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> RecordChangesPage
+
+    /// The live zones of a database, the default zone first.
+    func listZones(in database: DatabaseKey) async throws -> [ZoneState]
+
+    /// Zones by name, in the order asked; `nil` for a missing zone.
+    func lookupZones(_ names: [String], in database: DatabaseKey) async throws -> [ZoneState?]
+
+    /// Creates and deletes zones. Deleting a zone deletes its records.
+    func modifyZones(_ operations: [ZoneOperation], in database: DatabaseKey) async throws -> [ZoneResult]
+
+    /// Zones created or deleted since `token` (`zones/changes`).
+    func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws -> ZoneChangesPage
+
+    /// Zones whose records or existence changed since `token` (`changes/database`).
+    func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws -> ZoneChangesPage
+
+    /// Removes tombstones and deleted zones older than `retentionMillis` and raises the
+    /// horizon below which tokens are expired.
+    func compact(retentionMillis: Int64, now: Int64) async throws -> CompactionReport
+}
+
+/// Rules the HTTP layer decides and the store enforces inside the transaction.
+public struct WritePolicy: Sendable, Hashable {
+    /// Only a record's creator (or an admin) may change or delete it: the public database.
+    public var creatorOnlyWrites: Bool
+    /// The current time in milliseconds since the epoch.
+    public var now: Int64
+
+    public init(creatorOnlyWrites: Bool, now: Int64) {
+        self.creatorOnlyWrites = creatorOnlyWrites
+        self.now = now
+    }
+}

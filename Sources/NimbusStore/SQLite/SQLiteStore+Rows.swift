@@ -1,0 +1,61 @@
+import GRDB
+import NimbusProtocol
+
+extension SQLiteStore {
+    static let recordColumns =
+        "name, type, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, version, created_version, deleted"
+
+    static func storedRecord(_ row: Row) -> StoredRecord {
+        StoredRecord(
+            recordName: row[0], recordType: row[1], fieldsJSON: row[2],
+            created: RecordStamp(timestamp: row[3], userRecordName: row[4], deviceID: row[5]),
+            modified: RecordStamp(timestamp: row[6], userRecordName: row[7], deviceID: row[8]),
+            version: row[9], createdVersion: row[10], deleted: row[11])
+    }
+
+    static func zoneState(_ row: Row) -> ZoneState {
+        ZoneState(
+            zoneName: row["name"], incarnation: row["incarnation"], changeVersion: row["change_version"],
+            metaVersion: row["meta_version"], horizon: row["horizon"], deleted: row["deleted"])
+    }
+
+    static func zone(_ db: Database, database: Int64, name: String) throws -> ZoneState? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM zones WHERE db = ? AND name = ?"),
+            arguments: [database, name]
+        ).map(zoneState)
+    }
+
+    /// Rows (live or tombstone) for the given names.
+    static func records(_ db: Database, database: Int64, zone: String, names: [String]) throws -> [String: StoredRecord] {
+        var result: [String: StoredRecord] = [:]
+        // Chunk to stay far below SQLite's host-parameter limit.
+        for start in stride(from: 0, to: names.count, by: 500) {
+            let chunk = Array(names[start..<min(start + 500, names.count)])
+            let placeholders = databaseQuestionMarks(count: chunk.count)
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT \(recordColumns) FROM records WHERE db = ? AND zone = ? AND name IN (\(placeholders))",
+                arguments: StatementArguments([database, zone] as [any DatabaseValueConvertible] + chunk))
+            for row in rows {
+                let record = storedRecord(row)
+                result[record.recordName] = record
+            }
+        }
+        return result
+    }
+
+    static func write(_ db: Database, database: Int64, zone: String, record: StoredRecord) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT OR REPLACE INTO records (db, zone, \(recordColumns))
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            database, zone, record.recordName, record.recordType, record.fieldsJSON,
+            record.created.timestamp, record.created.userRecordName, record.created.deviceID,
+            record.modified.timestamp, record.modified.userRecordName, record.modified.deviceID,
+            record.version, record.createdVersion, record.deleted,
+        ])
+    }
+}

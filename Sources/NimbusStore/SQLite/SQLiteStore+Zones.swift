@@ -1,0 +1,154 @@
+import GRDB
+import NimbusProtocol
+
+extension SQLiteStore {
+    public func listZones(in database: DatabaseKey) async throws -> [ZoneState] {
+        try await pool.read { db in
+            guard let dbRow = try Self.databaseRow(db, database) else { return [ZoneState.defaultZone] }
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM zones WHERE db = ? AND deleted = 0 ORDER BY name != ?, name",
+                arguments: [dbRow.id, ZoneID.defaultZoneName]
+            ).map(Self.zoneState)
+        }
+    }
+
+    public func lookupZones(_ names: [String], in database: DatabaseKey) async throws -> [ZoneState?] {
+        try await pool.read { db in
+            guard let dbRow = try Self.databaseRow(db, database) else {
+                return names.map { $0 == ZoneID.defaultZoneName ? ZoneState.defaultZone : nil }
+            }
+            return try names.map { name in
+                try Self.zone(db, database: dbRow.id, name: name).flatMap { $0.deleted ? nil : $0 }
+            }
+        }
+    }
+
+    public func modifyZones(_ operations: [ZoneOperation], in database: DatabaseKey) async throws -> [ZoneResult] {
+        try await pool.write { db in
+            let (dbID, baseVersion) = try Self.ensureDatabase(db, database)
+            var version = baseVersion
+            var results: [ZoneResult] = []
+            let now = Self.nowMillis()
+            for operation in operations {
+                switch operation {
+                case .create(let name):
+                    if let existing = try Self.zone(db, database: dbID, name: name), !existing.deleted {
+                        // Saving an existing zone succeeds and changes nothing, as in CloudKit.
+                        results.append(.saved(existing))
+                        continue
+                    }
+                    version += 1
+                    try db.execute(
+                        sql: """
+                            INSERT OR REPLACE INTO zones (db, name, incarnation, change_version, meta_version, horizon, deleted)
+                            VALUES (?, ?, ?, ?, ?, 0, 0)
+                            """,
+                        arguments: [dbID, name, version, version, version])
+                    results.append(.saved(try Self.zone(db, database: dbID, name: name)!))
+                case .delete(let name):
+                    guard name != ZoneID.defaultZoneName else {
+                        results.append(
+                            .failed(zoneName: name, error: .badRequest("the default zone cannot be deleted")))
+                        continue
+                    }
+                    guard let existing = try Self.zone(db, database: dbID, name: name), !existing.deleted else {
+                        results.append(
+                            .failed(zoneName: name, error: CloudKitError(.zoneNotFound, "zone '\(name)' does not exist")))
+                        continue
+                    }
+                    version += 1
+                    try db.execute(
+                        sql: "DELETE FROM records WHERE db = ? AND zone = ?", arguments: [dbID, name])
+                    try db.execute(
+                        sql: "DELETE FROM record_refs WHERE db = ? AND zone = ?", arguments: [dbID, name])
+                    try db.execute(
+                        sql: """
+                            UPDATE zones SET deleted = 1, deleted_at = ?, change_version = ?, meta_version = ?
+                            WHERE db = ? AND name = ?
+                            """,
+                        arguments: [now, version, version, dbID, name])
+                    _ = existing
+                    results.append(.deleted(zoneName: name))
+                }
+            }
+            if version != baseVersion { try Self.setVersion(db, database: dbID, version: version) }
+            return results
+        }
+    }
+
+    public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        let since = try token.map { token throws(CloudKitError) in try ChangeToken.decodeMeta(token) } ?? 0
+        return try await zoneFeed(column: "meta_version", since: since, limit: limit, in: database) {
+            ChangeToken.meta(version: $0)
+        }
+    }
+
+    public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        let since = try token.map { token throws(CloudKitError) in try ChangeToken.decodeDatabase(token) } ?? 0
+        return try await zoneFeed(column: "change_version", since: since, limit: limit, in: database) {
+            ChangeToken.database(version: $0)
+        }
+    }
+
+    /// Zones whose `column` version is after `since`, in version order. A zone created and
+    /// deleted since the token is left out; with no token, deleted zones are.
+    private func zoneFeed(
+        column: String, since: Int64, limit: Int, in database: DatabaseKey, token: @escaping @Sendable (Int64) -> String
+    ) async throws -> ZoneChangesPage {
+        try await pool.read { db in
+            guard let dbRow = try Self.databaseRow(db, database) else {
+                return ZoneChangesPage(zones: [], syncToken: token(since), moreComing: false)
+            }
+            if since > 0 && since < dbRow.zoneHorizon {
+                throw CloudKitError(
+                    .changeTokenExpired,
+                    "the sync token is older than the retention window for deleted zones; fetch again without a sync token")
+            }
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM zones WHERE db = ? AND \(column) > ?
+                      AND NOT (deleted = 1 AND (incarnation > ? OR ? = 0))
+                    ORDER BY \(column) LIMIT ?
+                    """,
+                arguments: [dbRow.id, since, since, since, limit + 1])
+            let moreComing = rows.count > limit
+            let zones = rows.prefix(limit).map(Self.zoneState)
+            let last: Int64 = moreComing ? rows[limit - 1][column] : max(since, dbRow.version)
+            return ZoneChangesPage(zones: zones, syncToken: token(last), moreComing: moreComing)
+        }
+    }
+
+    public func compact(retentionMillis: Int64, now: Int64) async throws -> CompactionReport {
+        let cutoff = now - retentionMillis
+        return try await pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE zones SET horizon = MAX(horizon, (
+                        SELECT MAX(r.version) FROM records r
+                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at < ?))
+                    WHERE EXISTS (
+                        SELECT 1 FROM records r
+                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at < ?)
+                    """,
+                arguments: [cutoff, cutoff])
+            try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND modified_at < ?", arguments: [cutoff])
+            let tombstones = db.changesCount
+            try db.execute(
+                sql: """
+                    UPDATE databases SET zone_horizon = MAX(zone_horizon, (
+                        SELECT MAX(z.meta_version) FROM zones z
+                        WHERE z.db = databases.id AND z.deleted = 1 AND z.deleted_at < ?))
+                    WHERE EXISTS (SELECT 1 FROM zones z WHERE z.db = databases.id AND z.deleted = 1 AND z.deleted_at < ?)
+                    """,
+                arguments: [cutoff, cutoff])
+            try db.execute(sql: "DELETE FROM zones WHERE deleted = 1 AND deleted_at < ?", arguments: [cutoff])
+            let zones = db.changesCount
+            return CompactionReport(tombstonesRemoved: tombstones, zonesRemoved: zones)
+        }
+    }
+}

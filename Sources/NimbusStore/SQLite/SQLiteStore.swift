@@ -1,0 +1,164 @@
+import Foundation
+import GRDB
+import NimbusProtocol
+
+/// The embedded engine: one SQLite file in WAL mode, zero configuration.
+///
+/// Writes go through GRDB's serialized writer, so the database version a commit allocates
+/// is always greater than every version committed before it and readers (each in its own
+/// WAL snapshot) can never skip a change. Another process (the `nimbus` CLI provisioning
+/// users while the server runs) may open the same file; SQLite's locking and a busy
+/// timeout keep them apart.
+public final class SQLiteStore: Sendable {
+    /// The GRDB pool; `DatabasePool` is `Sendable`.
+    let pool: DatabasePool
+    public let path: String
+
+    /// Opens (creating if needed) the store at `path` and migrates its schema.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        self.path = path
+        self.pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    /// Opens the store in a data directory (`DIR/nimbus.sqlite`), creating the directory.
+    public convenience init(directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try self.init(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"))
+    }
+
+    /// Closes the database files. Further use throws.
+    public func close() throws {
+        try pool.close()
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE databases (
+                        id INTEGER PRIMARY KEY,
+                        container TEXT NOT NULL,
+                        environment TEXT NOT NULL,
+                        scope TEXT NOT NULL,
+                        owner TEXT NOT NULL,
+                        version INTEGER NOT NULL DEFAULT 0,
+                        zone_horizon INTEGER NOT NULL DEFAULT 0,
+                        UNIQUE (container, environment, scope, owner)
+                    );
+                    CREATE TABLE zones (
+                        db INTEGER NOT NULL REFERENCES databases(id),
+                        name TEXT NOT NULL,
+                        incarnation INTEGER NOT NULL,
+                        change_version INTEGER NOT NULL,
+                        meta_version INTEGER NOT NULL,
+                        horizon INTEGER NOT NULL DEFAULT 0,
+                        deleted INTEGER NOT NULL DEFAULT 0,
+                        deleted_at INTEGER,
+                        PRIMARY KEY (db, name)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX zones_by_change ON zones(db, change_version);
+                    CREATE INDEX zones_by_meta ON zones(db, meta_version);
+                    CREATE TABLE records (
+                        db INTEGER NOT NULL,
+                        zone TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        fields TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        created_by TEXT,
+                        created_device TEXT,
+                        modified_at INTEGER NOT NULL,
+                        modified_by TEXT,
+                        modified_device TEXT,
+                        version INTEGER NOT NULL,
+                        created_version INTEGER NOT NULL,
+                        deleted INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (db, zone, name)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX records_by_version ON records(db, zone, version);
+                    CREATE INDEX records_tombstones ON records(deleted, modified_at) WHERE deleted = 1;
+                    CREATE TABLE record_refs (
+                        db INTEGER NOT NULL,
+                        zone TEXT NOT NULL,
+                        target TEXT NOT NULL,
+                        source TEXT NOT NULL,
+                        PRIMARY KEY (db, zone, target, source)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX record_refs_by_source ON record_refs(db, zone, source);
+
+                    CREATE TABLE containers (
+                        id TEXT PRIMARY KEY,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE users (
+                        name TEXT PRIMARY KEY,
+                        email TEXT,
+                        first_name TEXT,
+                        last_name TEXT,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE user_identities (
+                        user_name TEXT NOT NULL REFERENCES users(name),
+                        container TEXT NOT NULL REFERENCES containers(id),
+                        record_name TEXT NOT NULL UNIQUE,
+                        PRIMARY KEY (user_name, container)
+                    );
+                    CREATE TABLE tokens (
+                        token TEXT PRIMARY KEY,
+                        kind TEXT NOT NULL,
+                        container TEXT NOT NULL REFERENCES containers(id),
+                        user_name TEXT,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER
+                    );
+                    CREATE TABLE server_keys (
+                        key_id TEXT PRIMARY KEY,
+                        container TEXT NOT NULL REFERENCES containers(id),
+                        public_key_pem TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER
+                    );
+                    """)
+        }
+        return migrator
+    }
+}
+
+extension SQLiteStore {
+    /// The id and version of a database, or `nil` if it was never written.
+    static func databaseRow(_ db: Database, _ key: DatabaseKey) throws -> (id: Int64, version: Int64, zoneHorizon: Int64)? {
+        let row = try Row.fetchOne(
+            db.cachedStatement(
+                sql: "SELECT id, version, zone_horizon FROM databases WHERE container = ? AND environment = ? AND scope = ? AND owner = ?"),
+            arguments: [key.container, key.environment.rawValue, key.scope.rawValue, key.owner])
+        return row.map { ($0[0], $0[1], $0[2]) }
+    }
+
+    /// The id and version of a database, creating it (with its default zone) on first use.
+    static func ensureDatabase(_ db: Database, _ key: DatabaseKey) throws -> (id: Int64, version: Int64) {
+        if let existing = try databaseRow(db, key) { return (existing.id, existing.version) }
+        try db.execute(
+            sql: "INSERT INTO databases (container, environment, scope, owner) VALUES (?, ?, ?, ?)",
+            arguments: [key.container, key.environment.rawValue, key.scope.rawValue, key.owner])
+        let id = db.lastInsertedRowID
+        try db.execute(
+            sql: "INSERT INTO zones (db, name, incarnation, change_version, meta_version) VALUES (?, ?, 0, 0, 0)",
+            arguments: [id, ZoneID.defaultZoneName])
+        return (id, 0)
+    }
+
+    static func setVersion(_ db: Database, database: Int64, version: Int64) throws {
+        try db.execute(
+            sql: "UPDATE databases SET version = ? WHERE id = ?", arguments: [version, database])
+    }
+
+    /// Milliseconds since the epoch.
+    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+}
