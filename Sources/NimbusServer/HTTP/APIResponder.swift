@@ -1,0 +1,110 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NimbusProtocol
+import NimbusStore
+
+/// Turns HTTP requests on `/database/1/{container}/{environment}/{database}/{operation}` into
+/// API calls: reads the body, authenticates, parses the JSON, dispatches to the handler for
+/// the operation and renders its result or its error in CloudKit's shape.
+struct APIResponder: Sendable {
+    let api: CloudKitAPI
+    let authenticator: Authenticator
+    let maxBodyBytes: Int
+    let logger: Logger
+
+    static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
+    static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
+    static let dateHeader = HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!
+    static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
+
+    func respond(to request: Request, context: some RequestContext) async -> Response {
+        do {
+            return try await handle(request, context: context)
+        } catch let error as CloudKitError {
+            return Self.errorResponse(error)
+        } catch {
+            logger.error("request failed: \(error)", metadata: ["path": "\(request.uri.path)"])
+            return Self.errorResponse(CloudKitError(.internalError, "the server failed to handle the request; try again"))
+        }
+    }
+
+    private func handle(_ request: Request, context: some RequestContext) async throws -> Response {
+        let path = request.uri.path
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        // database / 1 / container / environment / scope / op...
+        guard parts.count >= 7, parts[0] == "database" else { throw CloudKitError(.notFound, "no such endpoint: \(path)") }
+        guard parts[1] == "1" else {
+            throw CloudKitError(.badRequest, "protocol version \(parts[1]) is not supported; use /database/1/")
+        }
+        let container = parts[2]
+        guard let environment = ContainerEnvironment(rawValue: parts[3]) else {
+            throw CloudKitError(.badRequest, "environment must be development or production, got '\(parts[3])'")
+        }
+        guard let scope = DatabaseScope(rawValue: parts[4]) else {
+            throw CloudKitError(.badRequest, "database must be public, private or shared, got '\(parts[4])'")
+        }
+        let operationPath = parts[5...].joined(separator: "/")
+        guard let operation = APIOperation(rawValue: operationPath) else {
+            throw CloudKitError(.notFound, "no such operation: \(operationPath)")
+        }
+        guard operation.methods.contains(request.method.rawValue) else {
+            throw CloudKitError(
+                .badRequest, "\(operationPath) takes \(operation.methods.joined(separator: " or ")), not \(request.method.rawValue)")
+        }
+        if scope == .shared {
+            throw CloudKitError(
+                .badRequest, "the shared database is not available: record sharing is not implemented by this server yet")
+        }
+
+        var request = request
+        let buffer = try await collectBody(&request)
+        let bodyBytes = Array(buffer.readableBytesView)
+        let query = request.uri.queryParameters
+        let credentials = Authenticator.Credentials(
+            apiToken: query.get("ckAPIToken").map { String($0) },
+            webAuthToken: query.get("ckWebAuthToken").map { String($0) },
+            keyID: request.headers[Self.keyIDHeader],
+            signatureDate: request.headers[Self.dateHeader],
+            signature: request.headers[Self.signatureHeader],
+            deviceID: request.headers[Self.deviceHeader] ?? query.get("deviceID").map { String($0) })
+        let identity = try await authenticator.authenticate(
+            credentials, container: container, environment: environment, scope: scope, subpath: path, body: bodyBytes)
+
+        let json: JSON
+        if bodyBytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            json = .object([:])
+        } else {
+            do { json = try JSON.parse(bodyBytes) } catch { throw CloudKitError.badRequest("\(error)") }
+        }
+        let body = WireReader(json)
+        _ = try body.object()
+        let call = APICall(
+            operation: operation, identity: identity, body: body,
+            numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false)
+        let result = try await api.handle(call)
+        return Self.jsonResponse(result)
+    }
+
+    private func collectBody(_ request: inout Request) async throws -> ByteBuffer {
+        do {
+            return try await request.collectBody(upTo: maxBodyBytes)
+        } catch {
+            throw CloudKitError(.badRequest, "the request body is larger than \(maxBodyBytes) bytes")
+        }
+    }
+
+    static func jsonResponse(_ json: JSON, status: HTTPResponse.Status = .ok) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.serializedBytes())))
+    }
+
+    static func errorResponse(_ error: CloudKitError) -> Response {
+        jsonResponse(error.wireJSON(uuid: newUUID()), status: HTTPResponse.Status(code: error.code.httpStatus))
+    }
+
+    static func newUUID() -> String { UUID().uuidString.lowercased() }
+}

@@ -1,0 +1,30 @@
+import NimbusProtocol
+import NimbusStore
+
+/// The CloudKit Web Services operations, over a ``RecordStore``. Each handler takes a parsed,
+/// authenticated ``APICall`` and returns the response body.
+struct CloudKitAPI: Sendable {
+    let store: any RecordStore
+    let accounts: any AccountStore
+    /// Called after every commit that wrote something (push fan-out hooks in here).
+    let onCommit: @Sendable (CommitSummary) async -> Void
+
+    func handle(_ call: APICall) async throws -> JSON {
+        switch call.operation {
+        case .recordsModify: return try await modifyRecords(call)
+        case .recordsLookup: return try await lookupRecords(call)
+        case .recordsChanges: return try await recordChanges(call)
+        case .zonesList: return try await listZones(call)
+        case .zonesLookup: return try await lookupZones(call)
+        case .zonesModify: return try await modifyZones(call)
+        case .zonesChanges: return try await zoneChanges(call)
+        case .changesDatabase: return try await databaseChanges(call)
+        case .changesZone: return try await zoneRecordChanges(call)
+        case .usersCurrent, .usersCaller: return try await currentUser(call)
+        }
+    }
+
+    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+}
+
+import Foundation

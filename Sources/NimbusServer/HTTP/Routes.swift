@@ -1,0 +1,37 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import NimbusProtocol
+
+/// The HTTP routes: the CloudKit API under `/database/1/…`, the OpenAPI document and a health check.
+enum Routes {
+    static func build(responder: APIResponder) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.on("/database/**", method: .post) { request, context in
+            await responder.respond(to: request, context: context)
+        }
+        router.on("/database/**", method: .get) { request, context in
+            await responder.respond(to: request, context: context)
+        }
+        router.get("/openapi.yaml") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/yaml"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: OpenAPIDocument.text)))
+        }
+        router.get("/health") { _, _ in
+            APIResponder.jsonResponse(.object(["status": "ok"]))
+        }
+        return router
+    }
+}
+
+/// The OpenAPI 3 description of the API, shipped as a resource.
+public enum OpenAPIDocument {
+    /// The YAML text of `openapi.yaml`.
+    public static let text: String = {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml"),
+            let text = try? String(contentsOf: url, encoding: .utf8)
+        else { return "openapi: 3.0.3\n" }
+        return text
+    }()
+}

@@ -1,0 +1,159 @@
+import NimbusProtocol
+import NimbusStore
+
+extension CloudKitAPI {
+    /// `records/modify`: validates the whole request first (so bad input never half-writes),
+    /// then applies it to one zone in one transaction.
+    func modifyRecords(_ call: APICall) async throws -> JSON {
+        guard let caller = call.identity.caller else {
+            throw CloudKitError(
+                .authenticationRequired, "writing needs a signed-in user (ckWebAuthToken) or a server-to-server key")
+        }
+        let zoneID = try call.zoneID()
+        let operationReaders = try call.body.required("operations").array()
+        guard operationReaders.count <= ProtocolLimits.maxOperations else {
+            throw CloudKitError(
+                .limitExceeded,
+                "\(operationReaders.count) operations in one request; the limit is \(ProtocolLimits.maxOperations): split the batch")
+        }
+        let defaultKeys = try call.desiredKeys()
+        var operations: [RecordOperation] = []
+        var keysPerOperation: [Set<String>?] = []
+        for reader in operationReaders {
+            let typeName = try reader.required("operationType").string()
+            guard let type = RecordOperationType(rawValue: typeName) else {
+                throw CloudKitError.badRequest(
+                    "'\(reader.path).operationType': unknown operation type '\(typeName)'; expected one of "
+                        + RecordOperationType.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            let recordReader = try reader.required("record")
+            var record = try Record(wire: recordReader)
+            if let recordZone = record.zoneID {
+                try call.identity.checkOwner(of: recordZone)
+                guard recordZone.zoneName == zoneID.zoneName else {
+                    throw CloudKitError.badRequest(
+                        "'\(recordReader.path).zoneID' is \(recordZone.zoneName) but the request's zoneID is "
+                            + "\(zoneID.zoneName): a request modifies one zone")
+                }
+            }
+            if record.recordName.isEmpty {
+                guard type == .create || type == .forceUpdate || type == .forceReplace else {
+                    throw CloudKitError.badRequest("'\(recordReader.path).recordName' is required for \(typeName)")
+                }
+                record.recordName = UUID().uuidString
+            }
+            guard record.recordName.utf8.count <= 255 else {
+                throw CloudKitError.badRequest("'\(recordReader.path).recordName' is longer than 255 bytes")
+            }
+            let operation = RecordOperation(type: type, record: record)
+            guard operation.fieldsJSON.utf8.count <= ProtocolLimits.maxRecordBytes else {
+                throw CloudKitError.badRequest(
+                    "record '\(record.recordName)' is \(operation.fieldsJSON.utf8.count) bytes; the limit is 1 MB per record")
+            }
+            operations.append(operation)
+            keysPerOperation.append(try call.desiredKeys(in: reader) ?? defaultKeys)
+        }
+
+        // CloudKit applies atomic only in custom zones; the default zone is never atomic.
+        let atomic = (try call.body.optionalBool("atomic") ?? false) && !zoneID.isDefault
+        let policy = WritePolicy(creatorOnlyWrites: call.identity.scope == .public, now: Self.now())
+        let outcome = try await store.modifyRecords(
+            operations, zone: zoneID.zoneName, atomic: atomic, policy: policy, caller: caller, in: call.database)
+        if let commit = outcome.commit { await onCommit(commit) }
+
+        var records: [JSON] = []
+        for (index, result) in outcome.results.enumerated() {
+            switch result {
+            case .saved(let stored):
+                records.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keysPerOperation[index]))
+            case .deleted(let name):
+                records.append(
+                    .object([
+                        "recordName": .string(name), "deleted": .bool(true),
+                        "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
+                    ]))
+            case .failed(let error):
+                records.append(call.errorJSON(error))
+            }
+        }
+        return .object(["records": .array(records)])
+    }
+
+    /// `records/lookup`.
+    func lookupRecords(_ call: APICall) async throws -> JSON {
+        let zoneID = try call.zoneID()
+        let readers = try call.body.required("records").array()
+        guard readers.count <= ProtocolLimits.maxOperations else {
+            throw CloudKitError(
+                .limitExceeded, "\(readers.count) records in one lookup; the limit is \(ProtocolLimits.maxOperations)")
+        }
+        var names: [String] = []
+        var keys: [Set<String>?] = []
+        let defaultKeys = try call.desiredKeys()
+        for reader in readers {
+            names.append(try reader.required("recordName").string())
+            keys.append(try call.desiredKeys(in: reader) ?? defaultKeys)
+        }
+        let found = try await store.lookupRecords(names, zone: zoneID.zoneName, in: call.database)
+        var records: [JSON] = []
+        for (index, stored) in found.enumerated() {
+            if let stored {
+                records.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keys[index]))
+            } else {
+                records.append(
+                    call.errorJSON(CloudKitError(.notFound, "record '\(names[index])' does not exist", recordName: names[index])))
+            }
+        }
+        return .object(["records": .array(records)])
+    }
+
+    /// `records/changes`: the zone's change feed since `syncToken`.
+    func recordChanges(_ call: APICall) async throws -> JSON {
+        guard try call.body.optional("zoneID") != nil else {
+            throw CloudKitError.badRequest("'zoneID' is required")
+        }
+        return try await changesPage(call, reader: call.body)
+    }
+
+    /// `changes/zone`: several zones' change feeds; per-zone errors come back in place.
+    func zoneRecordChanges(_ call: APICall) async throws -> JSON {
+        let readers = try call.body.required("zones").array()
+        guard readers.count <= ProtocolLimits.maxOperations else {
+            throw CloudKitError(.limitExceeded, "\(readers.count) zones in one request; the limit is \(ProtocolLimits.maxOperations)")
+        }
+        var zones: [JSON] = []
+        for reader in readers {
+            do {
+                zones.append(try await changesPage(call, reader: reader))
+            } catch let error as CloudKitError {
+                var error = error
+                if error.zoneID == nil, let zoneReader = try reader.optional("zoneID") {
+                    error.zoneID = try? ZoneID(wire: zoneReader)
+                }
+                zones.append(call.errorJSON(error))
+            }
+        }
+        return .object(["zones": .array(zones)])
+    }
+
+    private func changesPage(_ call: APICall, reader: WireReader) async throws -> JSON {
+        let zoneID = try call.zoneID(in: reader)
+        let page = try await store.recordChanges(
+            zone: zoneID.zoneName, since: try reader.optionalString("syncToken"), limit: try call.resultsLimit(in: reader),
+            in: call.database)
+        let keys = try call.desiredKeys(in: reader)
+        var records: [JSON] = []
+        records.reserveCapacity(page.records.count)
+        for stored in page.records {
+            records.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keys))
+        }
+        return .object([
+            "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
+            "records": .array(records),
+            "syncToken": .string(page.syncToken),
+            "moreComing": .bool(page.moreComing),
+        ])
+    }
+}
+
+import Foundation

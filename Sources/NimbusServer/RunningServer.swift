@@ -1,0 +1,101 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NimbusProtocol
+import NimbusStore
+import ServiceLifecycle
+import UnixSignals
+
+/// A running Nimbus server: the HTTP API on a port, its store, and its background services.
+///
+/// ```swift
+/// let server = try await RunningServer.start(ServerConfiguration(port: 0, dataDirectory: dir))
+/// print(server.baseURL)          // http://127.0.0.1:54321
+/// try await server.stop()        // in-flight requests finish, the database closes
+/// ```
+public final class RunningServer: Sendable {
+    /// The port the server listens on (the real one when the configuration asked for 0).
+    public let port: Int
+    public let host: String
+    /// The embedded store: also the provisioning API (containers, users, tokens, keys).
+    public let store: SQLiteStore
+    public let configuration: ServerConfiguration
+    private let serviceGroup: ServiceGroup
+    private let runTask: Task<Void, any Error>
+
+    /// `http://host:port`.
+    public var baseURL: String { "http://\(host):\(port)" }
+
+    private init(
+        port: Int, store: SQLiteStore, configuration: ServerConfiguration, serviceGroup: ServiceGroup,
+        runTask: Task<Void, any Error>
+    ) {
+        self.port = port
+        self.host = configuration.host
+        self.store = store
+        self.configuration = configuration
+        self.serviceGroup = serviceGroup
+        self.runTask = runTask
+    }
+
+    /// Opens the store and starts serving; returns once the port is bound.
+    /// - Parameter handleSignals: shut down gracefully on SIGINT and SIGTERM (`nimbus serve`).
+    public static func start(
+        _ configuration: ServerConfiguration, handleSignals: Bool = false,
+        logger: Logger = Logger(label: "nimbus")
+    ) async throws -> RunningServer {
+        let store = try SQLiteStore(directory: configuration.dataDirectory)
+        let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
+        let api = CloudKitAPI(store: store, accounts: store, onCommit: { _ in })
+        let responder = APIResponder(
+            api: api,
+            authenticator: Authenticator(accounts: store, signatureWindow: configuration.signatureWindow),
+            maxBodyBytes: configuration.maxBodyBytes, logger: logger)
+        let router = Routes.build(responder: responder)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "nimbus"),
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? configuration.port)
+                portContinuation.finish()
+            },
+            logger: logger)
+        let compactor = CompactionService(
+            store: store, retention: configuration.tombstoneRetention, interval: configuration.compactionInterval,
+            logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [app, compactor],
+                gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
+                logger: logger))
+        let runTask = Task {
+            defer { try? store.close() }
+            try await group.run()
+        }
+        var iterator = portStream.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            // The group ended before binding: surface its error.
+            try await runTask.value
+            throw CloudKitError(.internalError, "the server stopped before it started listening")
+        }
+        return RunningServer(port: port, store: store, configuration: configuration, serviceGroup: group, runTask: runTask)
+    }
+
+    /// Stops accepting connections, lets in-flight requests finish, closes the database.
+    public func stop() async throws {
+        await serviceGroup.triggerGracefulShutdown()
+        try await runTask.value
+    }
+
+    /// Waits until the server stops (after a signal, when started with `handleSignals`).
+    public func waitUntilStopped() async throws {
+        try await runTask.value
+    }
+
+    /// Runs one compaction pass now with the configured retention.
+    @discardableResult
+    public func compactNow() async throws -> CompactionReport {
+        try await store.compact(retentionMillis: configuration.tombstoneRetention.milliseconds, now: CloudKitAPI.now())
+    }
+}

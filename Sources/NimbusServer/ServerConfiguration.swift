@@ -1,0 +1,56 @@
+import Foundation
+
+/// How a Nimbus server runs. Every value has a default, so `nimbus serve` needs none.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port (tests); the bound port is reported by ``RunningServer/port``.
+    public var port: Int
+    /// Where the SQLite database lives; created on first run.
+    public var dataDirectory: String
+    /// How long tombstones (and deleted zones) are kept. A sync token older than this gets
+    /// CHANGE_TOKEN_EXPIRED.
+    public var tombstoneRetention: Duration
+    /// How often the compactor removes expired tombstones.
+    public var compactionInterval: Duration
+    /// How far a server-to-server request's `X-Apple-CloudKit-Request-ISO8601Date` may be
+    /// from the server's clock.
+    public var signatureWindow: Duration
+    /// The largest request body accepted.
+    public var maxBodyBytes: Int
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,
+        tombstoneRetention: Duration = .seconds(30 * 24 * 3600), compactionInterval: Duration = .seconds(3600),
+        signatureWindow: Duration = .seconds(600), maxBodyBytes: Int = 64 << 20
+    ) {
+        self.host = host
+        self.port = port
+        self.dataDirectory = dataDirectory
+        self.tombstoneRetention = tombstoneRetention
+        self.compactionInterval = compactionInterval
+        self.signatureWindow = signatureWindow
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// `./nimbus-data`, or `$NIMBUS_DATA` when set.
+    public static var defaultDataDirectory: String {
+        ProcessInfo.processInfo.environment["NIMBUS_DATA"] ?? "nimbus-data"
+    }
+}
+
+/// Limits of the protocol, as CloudKit sets them.
+public enum ProtocolLimits {
+    /// Operations per `records/modify` or `zones/modify`, names per lookup.
+    public static let maxOperations = 200
+    /// Records per response page.
+    public static let maxResults = 200
+    /// Bytes of one record's fields.
+    public static let maxRecordBytes = 1 << 20
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,102 @@
+/// Provisioning and authentication data: containers, users, API and web auth tokens,
+/// server-to-server keys. Written by the `nimbus` CLI (also while the server runs) and read
+/// by the server on every request, so revocation takes effect at once.
+public protocol AccountStore: Sendable {
+    /// Creates a container and its first API token. Fails if it exists.
+    func createContainer(_ identifier: String) async throws -> IssuedToken
+    func listContainers() async throws -> [String]
+
+    /// Issues another API token for a container.
+    func createAPIToken(container: String) async throws -> IssuedToken
+
+    /// Creates the user if new, gives them a record name in the container (different in each
+    /// container, as in CloudKit) and issues a web auth token.
+    func createUser(
+        name: String, email: String?, firstName: String?, lastName: String?, container: String
+    ) async throws -> IssuedToken
+
+    func listTokens(container: String?) async throws -> [IssuedToken]
+    /// Revokes a token; `false` if there was no such active token.
+    func revokeToken(_ token: String) async throws -> Bool
+
+    func addServerKey(keyID: String, container: String, publicKeyPEM: String) async throws
+    func listServerKeys(container: String?) async throws -> [ServerKey]
+    func revokeServerKey(keyID: String) async throws -> Bool
+
+    /// The container an active API token belongs to.
+    func container(forAPIToken token: String) async throws -> String?
+    /// The user an active web auth token identifies.
+    func user(forWebAuthToken token: String) async throws -> UserIdentity?
+    /// An active server-to-server key.
+    func serverKey(id: String) async throws -> ServerKey?
+    /// A user by record name within a container.
+    func user(recordName: String, container: String) async throws -> UserIdentity?
+}
+
+/// A token the store issued.
+public struct IssuedToken: Sendable, Equatable {
+    public enum Kind: String, Sendable { case api, webAuth = "web" }
+    public var token: String
+    public var kind: Kind
+    public var container: String
+    /// For web auth tokens: the user.
+    public var user: UserIdentity?
+    public var createdAt: Int64
+    public var revoked: Bool
+
+    public init(token: String, kind: Kind, container: String, user: UserIdentity?, createdAt: Int64, revoked: Bool) {
+        self.token = token
+        self.kind = kind
+        self.container = container
+        self.user = user
+        self.createdAt = createdAt
+        self.revoked = revoked
+    }
+}
+
+/// A user as seen from one container.
+public struct UserIdentity: Sendable, Equatable {
+    /// The account name given at creation (like an Apple ID); the same in every container.
+    public var name: String
+    /// The user's record name in this container.
+    public var recordName: String
+    public var container: String
+    public var email: String?
+    public var firstName: String?
+    public var lastName: String?
+
+    public init(
+        name: String, recordName: String, container: String, email: String?, firstName: String?, lastName: String?
+    ) {
+        self.name = name
+        self.recordName = recordName
+        self.container = container
+        self.email = email
+        self.firstName = firstName
+        self.lastName = lastName
+    }
+}
+
+/// A server-to-server key: its ID, container and public key.
+public struct ServerKey: Sendable, Equatable {
+    public var keyID: String
+    public var container: String
+    public var publicKeyPEM: String
+    public var createdAt: Int64
+    public var revoked: Bool
+
+    public init(keyID: String, container: String, publicKeyPEM: String, createdAt: Int64, revoked: Bool) {
+        self.keyID = keyID
+        self.container = container
+        self.publicKeyPEM = publicKeyPEM
+        self.createdAt = createdAt
+        self.revoked = revoked
+    }
+}
+
+/// Provisioning errors with what to do about them.
+public struct AccountError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

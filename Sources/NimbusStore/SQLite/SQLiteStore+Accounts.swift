@@ -1,0 +1,199 @@
+import GRDB
+import NimbusProtocol
+
+extension SQLiteStore: AccountStore {
+    /// 32 random bytes as hex: tokens and record names nobody can guess.
+    static func randomHex(bytes: Int = 32) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            return String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        }.joined()
+    }
+
+    public func createContainer(_ identifier: String) async throws -> IssuedToken {
+        guard !identifier.isEmpty, identifier.allSatisfy({ $0.isLetter || $0.isNumber || ".-_".contains($0) }) else {
+            throw AccountError("a container identifier uses letters, digits, '.', '-' and '_' (e.g. iCloud.com.example.app)")
+        }
+        return try await pool.write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE id = ?", arguments: [identifier]) == true {
+                throw AccountError("container \(identifier) already exists; use `nimbus token create --container \(identifier)` for another API token")
+            }
+            try db.execute(
+                sql: "INSERT INTO containers (id, created_at) VALUES (?, ?)", arguments: [identifier, Self.nowMillis()])
+            return try Self.issue(db, kind: .api, container: identifier, user: nil)
+        }
+    }
+
+    public func listContainers() async throws -> [String] {
+        try await pool.read { db in try String.fetchAll(db, sql: "SELECT id FROM containers ORDER BY id") }
+    }
+
+    public func createAPIToken(container: String) async throws -> IssuedToken {
+        try await pool.write { db in
+            try Self.requireContainer(db, container)
+            return try Self.issue(db, kind: .api, container: container, user: nil)
+        }
+    }
+
+    public func createUser(
+        name: String, email: String?, firstName: String?, lastName: String?, container: String
+    ) async throws -> IssuedToken {
+        guard !name.isEmpty else { throw AccountError("a user needs a name") }
+        return try await pool.write { db in
+            try Self.requireContainer(db, container)
+            try db.execute(
+                sql: """
+                    INSERT INTO users (name, email, first_name, last_name, created_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(name) DO UPDATE SET
+                        email = COALESCE(excluded.email, email),
+                        first_name = COALESCE(excluded.first_name, first_name),
+                        last_name = COALESCE(excluded.last_name, last_name)
+                    """,
+                arguments: [name, email, firstName, lastName, Self.nowMillis()])
+            let existing = try String.fetchOne(
+                db, sql: "SELECT record_name FROM user_identities WHERE user_name = ? AND container = ?",
+                arguments: [name, container])
+            if existing == nil {
+                // CloudKit user record names start with '_' and differ per container.
+                try db.execute(
+                    sql: "INSERT INTO user_identities (user_name, container, record_name) VALUES (?, ?, ?)",
+                    arguments: [name, container, "_" + Self.randomHex(bytes: 16)])
+            }
+            let user = try Self.identity(db, userName: name, container: container)
+            return try Self.issue(db, kind: .webAuth, container: container, user: user)
+        }
+    }
+
+    public func listTokens(container: String?) async throws -> [IssuedToken] {
+        try await pool.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM tokens WHERE (? IS NULL OR container = ?) ORDER BY created_at, token",
+                arguments: [container, container])
+            return try rows.map { row in
+                let userName: String? = row["user_name"]
+                let containerID: String = row["container"]
+                return IssuedToken(
+                    token: row["token"], kind: IssuedToken.Kind(rawValue: row["kind"]) ?? .api, container: containerID,
+                    user: try userName.flatMap { try Self.identity(db, userName: $0, container: containerID) },
+                    createdAt: row["created_at"], revoked: (row["revoked_at"] as Int64?) != nil)
+            }
+        }
+    }
+
+    public func revokeToken(_ token: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE tokens SET revoked_at = ? WHERE token = ? AND revoked_at IS NULL",
+                arguments: [Self.nowMillis(), token])
+            return db.changesCount > 0
+        }
+    }
+
+    public func addServerKey(keyID: String, container: String, publicKeyPEM: String) async throws {
+        try await pool.write { db in
+            try Self.requireContainer(db, container)
+            try db.execute(
+                sql: "INSERT INTO server_keys (key_id, container, public_key_pem, created_at) VALUES (?, ?, ?, ?)",
+                arguments: [keyID, container, publicKeyPEM, Self.nowMillis()])
+        }
+    }
+
+    public func listServerKeys(container: String?) async throws -> [ServerKey] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM server_keys WHERE (? IS NULL OR container = ?) ORDER BY created_at, key_id",
+                arguments: [container, container]
+            ).map(Self.serverKey)
+        }
+    }
+
+    public func revokeServerKey(keyID: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE server_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
+                arguments: [Self.nowMillis(), keyID])
+            return db.changesCount > 0
+        }
+    }
+
+    public func container(forAPIToken token: String) async throws -> String? {
+        try await pool.read { db in
+            try String.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT container FROM tokens WHERE token = ? AND kind = 'api' AND revoked_at IS NULL"),
+                arguments: [token])
+        }
+    }
+
+    public func user(forWebAuthToken token: String) async throws -> UserIdentity? {
+        try await pool.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: "SELECT user_name, container FROM tokens WHERE token = ? AND kind = 'web' AND revoked_at IS NULL"),
+                    arguments: [token])
+            else { return nil }
+            return try Self.identity(db, userName: row[0], container: row[1])
+        }
+    }
+
+    public func serverKey(id: String) async throws -> ServerKey? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM server_keys WHERE key_id = ? AND revoked_at IS NULL", arguments: [id]
+            ).map(Self.serverKey)
+        }
+    }
+
+    public func user(recordName: String, container: String) async throws -> UserIdentity? {
+        try await pool.read { db in
+            guard
+                let userName = try String.fetchOne(
+                    db, sql: "SELECT user_name FROM user_identities WHERE record_name = ? AND container = ?",
+                    arguments: [recordName, container])
+            else { return nil }
+            return try Self.identity(db, userName: userName, container: container)
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func requireContainer(_ db: Database, _ container: String) throws {
+        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE id = ?", arguments: [container]) == true else {
+            throw AccountError("no container \(container); create it with `nimbus container create \(container)`")
+        }
+    }
+
+    static func issue(_ db: Database, kind: IssuedToken.Kind, container: String, user: UserIdentity?) throws -> IssuedToken {
+        let token = randomHex()
+        let now = nowMillis()
+        try db.execute(
+            sql: "INSERT INTO tokens (token, kind, container, user_name, created_at) VALUES (?, ?, ?, ?, ?)",
+            arguments: [token, kind.rawValue, container, user?.name, now])
+        return IssuedToken(token: token, kind: kind, container: container, user: user, createdAt: now, revoked: false)
+    }
+
+    static func identity(_ db: Database, userName: String, container: String) throws -> UserIdentity? {
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT u.name, i.record_name, u.email, u.first_name, u.last_name
+                        FROM users u JOIN user_identities i ON i.user_name = u.name
+                        WHERE u.name = ? AND i.container = ?
+                        """),
+                arguments: [userName, container])
+        else { return nil }
+        return UserIdentity(
+            name: row[0], recordName: row[1], container: container, email: row[2], firstName: row[3], lastName: row[4])
+    }
+
+    static func serverKey(_ row: Row) -> ServerKey {
+        ServerKey(
+            keyID: row["key_id"], container: row["container"], publicKeyPEM: row["public_key_pem"],
+            createdAt: row["created_at"], revoked: (row["revoked_at"] as Int64?) != nil)
+    }
+}

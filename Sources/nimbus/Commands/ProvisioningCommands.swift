@@ -1,0 +1,195 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import NimbusProtocol
+import NimbusStore
+
+func openStore(_ options: DataOptions) throws -> SQLiteStore {
+    try SQLiteStore(directory: options.directory)
+}
+
+/// Prints `json` as JSON, or `text` otherwise.
+func emit(_ output: OutputOptions, json: JSON, text: String) {
+    print(output.json ? json.serialized() : text)
+}
+
+func tokenJSON(_ token: IssuedToken) -> JSON {
+    var members: [String: JSON] = [
+        "token": .string(token.token), "kind": .string(token.kind.rawValue), "container": .string(token.container),
+        "createdAt": .int(token.createdAt), "revoked": .bool(token.revoked),
+    ]
+    if let user = token.user {
+        members["user"] = .string(user.name)
+        members["userRecordName"] = .string(user.recordName)
+    }
+    return .object(members)
+}
+
+struct ContainerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "container", abstract: "Create and list containers.", subcommands: [Create.self, List.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a container and print its API token.")
+        @Argument(help: "The container identifier, e.g. iCloud.com.example.app") var identifier: String
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let token = try await openStore(data).createContainer(identifier)
+            emit(
+                output, json: .object(["container": .string(identifier), "apiToken": .string(token.token)]),
+                text: "container \(identifier)\nAPI token: \(token.token)")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List containers.")
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let containers = try await openStore(data).listContainers()
+            emit(output, json: .array(containers.map { .string($0) }), text: containers.joined(separator: "\n"))
+        }
+    }
+}
+
+struct UserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user", abstract: "Create users.", subcommands: [Create.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a user (or sign an existing one into another container) and print a web auth token.")
+        @Argument(help: "The user's account name, e.g. alice") var name: String
+        @Option(name: .long, help: "The container to sign the user into.") var container: String
+        @Option(name: .long) var email: String?
+        @Option(name: .long) var firstName: String?
+        @Option(name: .long) var lastName: String?
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let token = try await openStore(data).createUser(
+                name: name, email: email, firstName: firstName, lastName: lastName, container: container)
+            emit(
+                output,
+                json: .object([
+                    "user": .string(name), "container": .string(container),
+                    "userRecordName": .string(token.user?.recordName ?? ""), "webAuthToken": .string(token.token),
+                ]),
+                text: "user \(name) in \(container)\nuser record name: \(token.user?.recordName ?? "")\nweb auth token: \(token.token)")
+        }
+    }
+}
+
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token", abstract: "Create, list and revoke API and web auth tokens.",
+        subcommands: [Create.self, List.self, Revoke.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Issue another API token for a container.")
+        @Option(name: .long) var container: String
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let token = try await openStore(data).createAPIToken(container: container)
+            emit(output, json: tokenJSON(token), text: "API token: \(token.token)")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List tokens.")
+        @Option(name: .long, help: "Only this container's tokens.") var container: String?
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let tokens = try await openStore(data).listTokens(container: container)
+            let lines = tokens.map { token in
+                "\(token.token)  \(token.kind.rawValue)  \(token.container)  \(token.user?.name ?? "-")\(token.revoked ? "  revoked" : "")"
+            }
+            emit(output, json: .array(tokens.map(tokenJSON)), text: lines.joined(separator: "\n"))
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a token; it stops working at once.")
+        @Argument var token: String
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            guard try await openStore(data).revokeToken(token) else {
+                throw ValidationError("no active token \(token)")
+            }
+            emit(output, json: .object(["revoked": .string(token)]), text: "revoked \(token)")
+        }
+    }
+}
+
+struct KeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key", abstract: "Create, list and revoke server-to-server keys.",
+        subcommands: [Create.self, List.self, Revoke.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create an ECDSA P-256 key pair: store the public key, write the private key as PEM.")
+        @Option(name: .long) var container: String
+        @Option(name: .long, help: "Where to write the private key (PEM).") var out: String
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let privateKey = P256.Signing.PrivateKey()
+            let keyID = Data(SHA256.hash(data: privateKey.publicKey.derRepresentation)).map {
+                String(format: "%02x", $0)
+            }.joined()
+            try await openStore(data).addServerKey(
+                keyID: keyID, container: container, publicKeyPEM: privateKey.publicKey.pemRepresentation)
+            try privateKey.pemRepresentation.write(toFile: out, atomically: true, encoding: .utf8)
+            chmod(out, 0o600)
+            emit(
+                output, json: .object(["keyID": .string(keyID), "privateKeyPath": .string(out)]),
+                text: "key ID: \(keyID)\nprivate key written to \(out)")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List server-to-server keys.")
+        @Option(name: .long) var container: String?
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let keys = try await openStore(data).listServerKeys(container: container)
+            let json: JSON = .array(
+                keys.map {
+                    .object([
+                        "keyID": .string($0.keyID), "container": .string($0.container), "createdAt": .int($0.createdAt),
+                        "revoked": .bool($0.revoked),
+                    ])
+                })
+            let text = keys.map { "\($0.keyID)  \($0.container)\($0.revoked ? "  revoked" : "")" }.joined(separator: "\n")
+            emit(output, json: json, text: text)
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a server-to-server key.")
+        @Argument var keyID: String
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            guard try await openStore(data).revokeServerKey(keyID: keyID) else {
+                throw ValidationError("no active key \(keyID)")
+            }
+            emit(output, json: .object(["revoked": .string(keyID)]), text: "revoked \(keyID)")
+        }
+    }
+}
