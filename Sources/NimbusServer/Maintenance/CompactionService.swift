@@ -10,7 +10,8 @@ struct CompactionService: Service {
     let logger: Logger
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        // Graceful shutdown cancels the sleep; that is a normal end, not a failure.
+        try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
                 do {

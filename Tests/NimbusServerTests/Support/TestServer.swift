@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import Foundation
+import Logging
 import NIOCore
+import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -25,7 +27,9 @@ final class TestServer: Sendable {
             .appendingPathComponent("nimbus-test-\(UUID().uuidString)").path
         var configuration = ServerConfiguration(port: 0, dataDirectory: directory)
         configure(&configuration)
-        let server = try await RunningServer.start(configuration)
+        var logger = Logger(label: "nimbus-test")
+        logger.logLevel = .critical
+        let server = try await RunningServer.start(configuration, logger: logger)
         let token = try await server.store.createContainer(container)
         return TestServer(server: server, directory: directory, apiToken: token.token)
     }
