@@ -130,23 +130,23 @@ extension SQLiteStore {
                 sql: """
                     UPDATE zones SET horizon = MAX(horizon, (
                         SELECT MAX(r.version) FROM records r
-                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at < ?))
+                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at <= ?))
                     WHERE EXISTS (
                         SELECT 1 FROM records r
-                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at < ?)
+                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at <= ?)
                     """,
                 arguments: [cutoff, cutoff])
-            try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND modified_at < ?", arguments: [cutoff])
+            try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND modified_at <= ?", arguments: [cutoff])
             let tombstones = db.changesCount
             try db.execute(
                 sql: """
                     UPDATE databases SET zone_horizon = MAX(zone_horizon, (
                         SELECT MAX(z.meta_version) FROM zones z
-                        WHERE z.db = databases.id AND z.deleted = 1 AND z.deleted_at < ?))
-                    WHERE EXISTS (SELECT 1 FROM zones z WHERE z.db = databases.id AND z.deleted = 1 AND z.deleted_at < ?)
+                        WHERE z.db = databases.id AND z.deleted = 1 AND z.deleted_at <= ?))
+                    WHERE EXISTS (SELECT 1 FROM zones z WHERE z.db = databases.id AND z.deleted = 1 AND z.deleted_at <= ?)
                     """,
                 arguments: [cutoff, cutoff])
-            try db.execute(sql: "DELETE FROM zones WHERE deleted = 1 AND deleted_at < ?", arguments: [cutoff])
+            try db.execute(sql: "DELETE FROM zones WHERE deleted = 1 AND deleted_at <= ?", arguments: [cutoff])
             let zones = db.changesCount
             return CompactionReport(tombstonesRemoved: tombstones, zonesRemoved: zones)
         }
