@@ -1,0 +1,78 @@
+import Foundation
+
+/// A Nimbus container: where an app's data lives on a server, and how to reach it.
+/// The SDK's counterpart of `CKContainer`.
+///
+/// ```swift
+/// let container = Container(
+///     identifier: "iCloud.com.example.reader",
+///     baseURL: URL(string: "https://sync.example.com")!,
+///     credentials: .apiToken(apiToken, webAuthToken: userToken))
+/// let database = container.privateCloudDatabase
+/// ```
+public struct Container: Sendable {
+    /// The container's environment: schema changes are allowed in development only.
+    public enum Environment: String, Sendable, Hashable, CaseIterable {
+        case development
+        case production
+    }
+
+    public let identifier: String
+    public let environment: Environment
+    /// The server's base URL (`https://sync.example.com`); requests go to
+    /// `{baseURL}/database/1/{identifier}/{environment}/…`.
+    public let baseURL: URL
+    public let credentials: Credentials
+    /// Identifies this device to the server (`X-Nimbus-Device-ID`), so pushes caused by this
+    /// device's own changes are not sent back to it. Keep it stable across launches.
+    public let deviceID: String
+    /// How requests travel.
+    public let transport: any Transport
+    /// How long one request may take.
+    public var requestTimeout: Duration
+
+    /// - Parameters:
+    ///   - deviceID: defaults to a new UUID; pass a persisted one so the server recognises
+    ///     this device across launches.
+    ///   - transport: defaults to ``HTTPClientTransport``.
+    public init(
+        identifier: String, environment: Environment = .development, baseURL: URL, credentials: Credentials,
+        deviceID: String = UUID().uuidString, transport: (any Transport)? = nil, requestTimeout: Duration = .seconds(60)
+    ) {
+        self.identifier = identifier
+        self.environment = environment
+        self.baseURL = baseURL
+        self.credentials = credentials
+        self.deviceID = deviceID
+        self.transport = transport ?? HTTPClientTransport()
+        self.requestTimeout = requestTimeout
+    }
+
+    /// The container's public database, shared by all its users.
+    public var publicCloudDatabase: Database { Database(container: self, scope: .public) }
+    /// The signed-in user's private database.
+    public var privateCloudDatabase: Database { Database(container: self, scope: .private) }
+    /// The records other users shared with the signed-in user.
+    public var sharedCloudDatabase: Database { Database(container: self, scope: .shared) }
+
+    /// The database of a scope.
+    public func database(with scope: Database.Scope) -> Database {
+        Database(container: self, scope: scope)
+    }
+
+    /// The same container with other credentials (another user signed in).
+    public func with(credentials: Credentials) -> Container {
+        Container(
+            identifier: identifier, environment: environment, baseURL: baseURL, credentials: credentials,
+            deviceID: deviceID, transport: transport, requestTimeout: requestTimeout)
+    }
+
+    /// The signed-in user's record ID in this container (`users/current`).
+    public func userRecordID() async throws -> Record.ID {
+        let response = try await publicCloudDatabase.send("users/current", method: .get, body: nil)
+        guard let name = response["userRecordName"]?.string else {
+            throw NimbusError.malformedResponse("users/current returned no userRecordName")
+        }
+        return Record.ID(recordName: name)
+    }
+}

@@ -1,0 +1,174 @@
+/// One page of a zone's record changes since a token.
+public struct RecordZoneChanges: Sendable {
+    /// A record deleted since the token.
+    public struct Deletion: Sendable, Hashable {
+        public var recordID: Record.ID
+        /// The deleted record's type, when the server sent it.
+        public var recordType: String?
+    }
+
+    /// The latest state of each record changed since the token.
+    public var modifications: [Record]
+    public var deletions: [Deletion]
+    /// The token to pass next time (persist it after applying this page).
+    public var changeToken: ServerChangeToken
+    /// More changes wait; fetch again from ``changeToken``.
+    public var moreComing: Bool
+}
+
+/// One page of a database's zone changes since a token.
+public struct DatabaseChanges: Sendable {
+    /// Zones whose records changed (or that were created) since the token.
+    public var modifiedZoneIDs: [ZoneID]
+    /// Zones deleted since the token.
+    public var deletedZoneIDs: [ZoneID]
+    /// Zones purged (deleted with their history) since the token.
+    public var purgedZoneIDs: [ZoneID]
+    public var changeToken: ServerChangeToken
+    public var moreComing: Bool
+}
+
+extension Database {
+    /// One page of a zone's changes since `token` (all of its records when `nil`):
+    /// `records/changes`.
+    ///
+    /// - Throws: ``NimbusError/Code/changeTokenExpired`` when the token is older than the
+    ///   server's tombstone horizon (fetch again with `nil`); ``NimbusError/Code/zoneNotFound``.
+    public func recordZoneChanges(
+        inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
+        resultsLimit: Int? = nil
+    ) async throws -> RecordZoneChanges {
+        var body: [String: JSON] = ["zoneID": zoneID.wireJSON]
+        if let token { body["syncToken"] = .string(token.rawValue) }
+        if let desiredKeys { body["desiredKeys"] = .array(desiredKeys.map(JSON.string)) }
+        if let resultsLimit { body["resultsLimit"] = .int(resultsLimit) }
+        let response = try await send("records/changes", body: .object(body), zoneID: zoneID)
+        return try Self.recordZoneChanges(from: response, zoneID: zoneID)
+    }
+
+    /// Every page of a zone's changes since `token`, fetched as the sequence is iterated.
+    ///
+    /// ```swift
+    /// for try await page in database.allRecordZoneChanges(inZoneWith: zone, since: token) {
+    ///     try cache.apply(page.modifications, page.deletions)
+    ///     token = page.changeToken       // persist after each page
+    /// }
+    /// ```
+    public func allRecordZoneChanges(
+        inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
+        resultsLimit: Int? = nil
+    ) -> RecordZoneChangePages {
+        RecordZoneChangePages(
+            database: self, zoneID: zoneID, token: token, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
+    }
+
+    /// One page of the zones that changed since `token`: `changes/database`.
+    public func databaseChanges(since token: ServerChangeToken?, resultsLimit: Int? = nil) async throws -> DatabaseChanges {
+        var body: [String: JSON] = [:]
+        if let token { body["syncToken"] = .string(token.rawValue) }
+        if let resultsLimit { body["resultsLimit"] = .int(resultsLimit) }
+        let response = try await send("changes/database", body: .object(body))
+        var changes = DatabaseChanges(
+            modifiedZoneIDs: [], deletedZoneIDs: [], purgedZoneIDs: [],
+            changeToken: try Self.token(response), moreComing: response["moreComing"]?.bool ?? false)
+        for zone in response["zones"]?.array ?? [] {
+            guard let zoneJSON = zone["zoneID"], let zoneID = try? ZoneID(wire: WireReader(zoneJSON)) else {
+                throw NimbusError.malformedResponse("a changed zone has no zoneID")
+            }
+            if zone["purged"]?.bool == true {
+                changes.purgedZoneIDs.append(zoneID)
+            } else if zone["deleted"]?.bool == true {
+                changes.deletedZoneIDs.append(zoneID)
+            } else {
+                changes.modifiedZoneIDs.append(zoneID)
+            }
+        }
+        return changes
+    }
+
+    /// Every page of the database's zone changes since `token`.
+    public func allDatabaseChanges(since token: ServerChangeToken?, resultsLimit: Int? = nil) -> DatabaseChangePages {
+        DatabaseChangePages(database: self, token: token, resultsLimit: resultsLimit)
+    }
+
+    static func token(_ response: JSON, key: String = "syncToken") throws -> ServerChangeToken {
+        guard let text = response[key]?.string else {
+            throw NimbusError.malformedResponse("the response has no \(key)")
+        }
+        return ServerChangeToken(rawValue: text)
+    }
+
+    static func recordZoneChanges(from response: JSON, zoneID: ZoneID) throws -> RecordZoneChanges {
+        var changes = RecordZoneChanges(
+            modifications: [], deletions: [], changeToken: try token(response),
+            moreComing: response["moreComing"]?.bool ?? false)
+        for item in response["records"]?.array ?? [] {
+            if item["deleted"]?.bool == true {
+                guard let name = item["recordName"]?.string else {
+                    throw NimbusError.malformedResponse("a deleted record has no recordName")
+                }
+                changes.deletions.append(
+                    .init(recordID: Record.ID(recordName: name, zoneID: zoneID), recordType: item["recordType"]?.string))
+            } else {
+                changes.modifications.append(try record(from: item, zoneID: zoneID))
+            }
+        }
+        return changes
+    }
+}
+
+/// The pages of a zone's changes, fetched one request per page as you iterate, until the
+/// server says no more are coming. Cancelling the iterating task cancels the request.
+public struct RecordZoneChangePages: AsyncSequence, Sendable {
+    public typealias Element = RecordZoneChanges
+    let database: Database
+    let zoneID: ZoneID
+    let token: ServerChangeToken?
+    let desiredKeys: [String]?
+    let resultsLimit: Int?
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(pages: self, token: token)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let pages: RecordZoneChangePages
+        var token: ServerChangeToken?
+        var finished = false
+
+        public mutating func next() async throws -> RecordZoneChanges? {
+            guard !finished else { return nil }
+            let page = try await pages.database.recordZoneChanges(
+                inZoneWith: pages.zoneID, since: token, desiredKeys: pages.desiredKeys, resultsLimit: pages.resultsLimit)
+            token = page.changeToken
+            finished = !page.moreComing
+            return page
+        }
+    }
+}
+
+/// The pages of a database's zone changes, fetched as you iterate.
+public struct DatabaseChangePages: AsyncSequence, Sendable {
+    public typealias Element = DatabaseChanges
+    let database: Database
+    let token: ServerChangeToken?
+    let resultsLimit: Int?
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(pages: self, token: token)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let pages: DatabaseChangePages
+        var token: ServerChangeToken?
+        var finished = false
+
+        public mutating func next() async throws -> DatabaseChanges? {
+            guard !finished else { return nil }
+            let page = try await pages.database.databaseChanges(since: token, resultsLimit: pages.resultsLimit)
+            token = page.changeToken
+            finished = !page.moreComing
+            return page
+        }
+    }
+}

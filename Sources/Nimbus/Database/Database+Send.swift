@@ -1,0 +1,65 @@
+import Foundation
+
+extension Database {
+    /// Sends one CloudKit Web Services request and returns the parsed response body.
+    ///
+    /// - Parameter zoneID: the zone the request is about, for placing IDs in errors.
+    func send(
+        _ operation: String, method: TransportRequest.Method = .post, body: JSON?, zoneID: ZoneID? = nil
+    ) async throws -> JSON {
+        if Task.isCancelled { throw NimbusError.cancelled() }
+        let request = try makeRequest(operation, method: method, body: body)
+        let response: TransportResponse
+        do {
+            response = try await container.transport.send(request)
+        } catch let error as NimbusError {
+            throw Task.isCancelled ? NimbusError.cancelled() : error
+        } catch {
+            if error is CancellationError || Task.isCancelled { throw NimbusError.cancelled() }
+            throw NimbusError(.networkFailure, "the request failed: \(error)")
+        }
+        if Task.isCancelled { throw NimbusError.cancelled() }
+        guard (200..<300).contains(response.status) else {
+            throw NimbusError(httpStatus: response.status, body: response.body, headers: response.headers, zoneID: zoneID)
+        }
+        do {
+            return try JSON.parse(Array(response.body))
+        } catch {
+            throw NimbusError.malformedResponse("\(error)")
+        }
+    }
+
+    func makeRequest(_ operation: String, method: TransportRequest.Method, body: JSON?) throws -> TransportRequest {
+        let bodyData = body.map { Data($0.serializedBytes()) }
+        guard var components = URLComponents(url: container.baseURL, resolvingAgainstBaseURL: false) else {
+            throw NimbusError(.invalidArguments, "the base URL \(container.baseURL) is not a valid URL")
+        }
+        var basePath = components.percentEncodedPath
+        while basePath.hasSuffix("/") { basePath.removeLast() }
+        components.percentEncodedPath = basePath + Self.percentEncodedPath(subpath(operation))
+        let query = container.credentials.queryItems.map { "\($0.name)=\(Self.percentEncodedQueryValue($0.value ?? ""))" }
+        components.percentEncodedQuery = query.isEmpty ? nil : query.joined(separator: "&")
+        guard let url = components.url else {
+            throw NimbusError(.invalidArguments, "cannot build a request URL from \(container.baseURL)")
+        }
+        var headers = ["X-Nimbus-Device-ID": container.deviceID, "Accept": "application/json"]
+        if bodyData != nil { headers["Content-Type"] = "application/json; charset=utf-8" }
+        let signature = try container.credentials.signatureHeaders(
+            body: bodyData ?? Data(), subpath: components.percentEncodedPath, date: Date())
+        headers.merge(signature) { _, new in new }
+        return TransportRequest(method: method, url: url, headers: headers, body: bodyData, timeout: container.requestTimeout)
+    }
+
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    static func percentEncodedQueryValue(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
+    }
+
+    static func percentEncodedPath(_ path: String) -> String {
+        path.split(separator: "/", omittingEmptySubsequences: false)
+            .map { $0.addingPercentEncoding(withAllowedCharacters: unreserved) ?? String($0) }
+            .joined(separator: "/")
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+extension Record {
+    /// A record decoded from the wire, placed in `zoneID` (the zone the request was about).
+    init(wire: NimbusProtocol.Record, zoneID: ZoneID) {
+        self.init(recordType: wire.recordType, recordID: ID(recordName: wire.recordName, zoneID: zoneID))
+        self.values = wire.fields
+        self.recordChangeTag = wire.recordChangeTag
+        if let created = wire.created {
+            creationDate = Date(millisecondsSince1970: created.timestamp)
+            creatorUserRecordName = created.userRecordName
+        }
+        if let modified = wire.modified {
+            modificationDate = Date(millisecondsSince1970: modified.timestamp)
+            lastModifiedUserRecordName = modified.userRecordName
+            lastModifiedDeviceID = modified.deviceID
+        }
+    }
+
+    /// The wire record holding the system fields and the given fields.
+    func wireRecord(fields: [String: FieldValue], includeTag: Bool = true) -> NimbusProtocol.Record {
+        NimbusProtocol.Record(
+            recordName: id.recordName, recordType: recordType,
+            recordChangeTag: includeTag ? recordChangeTag : nil, fields: fields,
+            created: creationDate.map {
+                RecordStamp(timestamp: $0.millisecondsSince1970, userRecordName: creatorUserRecordName)
+            },
+            modified: modificationDate.map {
+                RecordStamp(
+                    timestamp: $0.millisecondsSince1970, userRecordName: lastModifiedUserRecordName,
+                    deviceID: lastModifiedDeviceID)
+            })
+    }
+
+    /// What a save of this record sends under `policy`: the `operationType` and the fields.
+    func saveOperation(policy: SavePolicy) -> (operationType: String, fields: [String: FieldValue], sendsTag: Bool) {
+        let removesKeys = originalValues.keys.contains { values[$0] == nil }
+        let changed = values.filter { originalValues[$0.key] != nil }
+        switch policy {
+        case .ifServerRecordUnchanged:
+            if !isSaved { return ("create", values, false) }
+            if removesKeys { return ("replace", values, true) }
+            return ("update", changed, true)
+        case .changedKeys:
+            if removesKeys { return ("forceReplace", values, false) }
+            return ("forceUpdate", isSaved ? changed : values, false)
+        case .allKeys:
+            return ("forceReplace", values, false)
+        }
+    }
+
+    /// The `records/modify` operation dictionary that saves this record under `policy`.
+    func modifyOperationJSON(policy: SavePolicy, desiredKeys: [String]? = nil) -> JSON {
+        let (operationType, fields, sendsTag) = saveOperation(policy: policy)
+        var recordJSON = NimbusProtocol.Record(
+            recordName: id.recordName, recordType: recordType, recordChangeTag: sendsTag ? recordChangeTag : nil,
+            fields: fields
+        ).wireJSON()
+        if case .object(var members) = recordJSON {
+            members["deleted"] = nil
+            recordJSON = .object(members)
+        }
+        var operation: [String: JSON] = ["operationType": .string(operationType), "record": recordJSON]
+        if let desiredKeys { operation["desiredKeys"] = .array(desiredKeys.map(JSON.string)) }
+        return .object(operation)
+    }
+}

@@ -1,0 +1,53 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The default ``Transport``: AsyncHTTPClient (SwiftNIO), on Linux and Apple platforms.
+public struct HTTPClientTransport: Transport {
+    private let client: HTTPClient
+
+    /// - Parameter client: defaults to AsyncHTTPClient's shared client, which needs no
+    ///   shutdown. Pass your own to configure TLS or proxies (and shut it down yourself).
+    public init(client: HTTPClient = .shared) {
+        self.client = client
+    }
+
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var httpRequest = HTTPClientRequest(url: request.url.absoluteString)
+        httpRequest.method = request.method == .get ? .GET : .POST
+        for (name, value) in request.headers { httpRequest.headers.add(name: name, value: value) }
+        if let body = request.body { httpRequest.body = .bytes(ByteBuffer(bytes: body)) }
+        let timeout = TimeAmount.nanoseconds(Int64(request.timeout.components.seconds) * 1_000_000_000
+            + request.timeout.components.attoseconds / 1_000_000_000)
+        do {
+            let response = try await client.execute(httpRequest, timeout: timeout)
+            let body = try await response.body.collect(upTo: 64 << 20)
+            var headers: [String: String] = [:]
+            for header in response.headers { headers[header.name.lowercased()] = header.value }
+            return TransportResponse(status: Int(response.status.code), headers: headers, body: Data(body.readableBytesView))
+        } catch {
+            throw Self.map(error)
+        }
+    }
+
+    /// Sorts a client error into cancellation, "could not reach" and "failed part-way".
+    static func map(_ error: any Error) -> any Error {
+        if error is CancellationError || Task.isCancelled { return CancellationError() }
+        if let clientError = error as? HTTPClientError {
+            if clientError == .cancelled { return CancellationError() }
+            if clientError == .connectTimeout {
+                return NimbusError(.networkUnavailable, "could not connect to the server: \(clientError)")
+            }
+            return NimbusError(.networkFailure, "the request failed: \(clientError)")
+        }
+        if error is NIOConnectionError || error is ChannelError {
+            return NimbusError(.networkUnavailable, "could not connect to the server: \(error)")
+        }
+        if let ioError = error as? IOError, [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH].contains(ioError.errnoCode) {
+            return NimbusError(.networkUnavailable, "could not connect to the server: \(error)")
+        }
+        return NimbusError(.networkFailure, "the request failed: \(error)")
+    }
+}
