@@ -21,6 +21,9 @@ public final class RunningServer: Sendable {
     /// The embedded store: also the provisioning API (containers, users, tokens, keys).
     public let store: SQLiteStore
     public let configuration: ServerConfiguration
+    /// Every route the HTTP router registers (`POST /database/**`, `GET /health`, …); the
+    /// OpenAPI test checks that `openapi.yaml` describes each.
+    public let routes: [RegisteredRoute]
     private let serviceGroup: ServiceGroup
     private let runTask: Task<Void, any Error>
 
@@ -28,13 +31,14 @@ public final class RunningServer: Sendable {
     public var baseURL: String { "http://\(host):\(port)" }
 
     private init(
-        port: Int, store: SQLiteStore, configuration: ServerConfiguration, serviceGroup: ServiceGroup,
-        runTask: Task<Void, any Error>
+        port: Int, store: SQLiteStore, configuration: ServerConfiguration, routes: [RegisteredRoute],
+        serviceGroup: ServiceGroup, runTask: Task<Void, any Error>
     ) {
         self.port = port
         self.host = configuration.host
         self.store = store
         self.configuration = configuration
+        self.routes = routes
         self.serviceGroup = serviceGroup
         self.runTask = runTask
     }
@@ -53,6 +57,7 @@ public final class RunningServer: Sendable {
             authenticator: Authenticator(accounts: store, signatureWindow: configuration.signatureWindow),
             maxBodyBytes: configuration.maxBodyBytes, logger: logger)
         let router = Routes.build(responder: responder)
+        let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "nimbus"),
@@ -79,7 +84,8 @@ public final class RunningServer: Sendable {
             try await runTask.value
             throw CloudKitError(.internalError, "the server stopped before it started listening")
         }
-        return RunningServer(port: port, store: store, configuration: configuration, serviceGroup: group, runTask: runTask)
+        return RunningServer(
+            port: port, store: store, configuration: configuration, routes: routes, serviceGroup: group, runTask: runTask)
     }
 
     /// Stops accepting connections, lets in-flight requests finish, closes the database.

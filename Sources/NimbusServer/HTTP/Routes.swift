@@ -25,6 +25,20 @@ enum Routes {
     }
 }
 
+/// A route the HTTP router serves: its method and path pattern as the router spells it
+/// (`/database/**` is the CloudKit API, dispatched on ``APIOperation``).
+public struct RegisteredRoute: Sendable, Hashable, CustomStringConvertible {
+    public var method: String
+    public var path: String
+
+    public init(method: String, path: String) {
+        self.method = method
+        self.path = path
+    }
+
+    public var description: String { "\(method) \(path)" }
+}
+
 /// The OpenAPI 3 description of the API, shipped as a resource.
 public enum OpenAPIDocument {
     /// The YAML text of `openapi.yaml`.

@@ -1,0 +1,548 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+
+/// `nimbus bench`: measures the server through its HTTP API, as CloudKit Web Services
+/// clients use it. See `bench/README.md`.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure write, sync and latency throughput over HTTP (build with -c release).",
+        discussion: """
+            By default starts an embedded server on a fresh temporary data directory. With --url it \
+            drives a running server instead: pass that server's --data directory (to provision a \
+            container and user in it) or --container, --api-token and --web-auth-token.
+            """)
+
+    @Option(name: .long, help: "Base URL of a running server (default: start an embedded one).")
+    var url: String?
+
+    @Option(
+        name: .long,
+        help: "Data directory: for the embedded server (must not exist yet), or the --url server's (to provision).")
+    var data: String?
+
+    @Option(name: .long, help: "With --url and no --data: the container to use.")
+    var container: String?
+    @Option(name: .long, help: "With --url and no --data: an API token of the container.")
+    var apiToken: String?
+    @Option(name: .long, help: "With --url and no --data: a user's web auth token.")
+    var webAuthToken: String?
+
+    @Option(name: .long, help: "Records to create in each batched-create run, and to fetch.")
+    var records = 100_000
+    @Option(name: .long, help: "Records per records/modify request in the batched runs (at most 200).")
+    var batch = 200
+    @Option(name: .long, help: "Concurrent clients in the multi-writer run.")
+    var writers = 4
+    @Option(name: .long, help: "records/changes page size (resultsLimit, at most 200).")
+    var page = 200
+    @Option(name: .long, help: "Single-record modify requests to time.")
+    var samples = 2_000
+    @Option(name: .long, help: "Comma-separated runs: single,multi,fetch,latency.")
+    var only = "single,multi,fetch,latency"
+
+    @Flag(name: .long, help: "Keep the embedded server's data directory.")
+    var keepData = false
+    @Flag(name: .long, help: "Print the results as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard (1...200).contains(batch) else { throw ValidationError("--batch must be within 1...200") }
+        guard (1...200).contains(page) else { throw ValidationError("--page must be within 1...200") }
+        guard writers >= 1, records >= 1, samples >= 1 else {
+            throw ValidationError("--writers, --records and --samples must be positive")
+        }
+        if url != nil && data == nil && (container == nil || apiToken == nil || webAuthToken == nil) {
+            throw ValidationError("with --url pass --data (the server's data directory) or --container, --api-token and --web-auth-token")
+        }
+        let known: Set<String> = ["single", "multi", "fetch", "latency"]
+        for run in runs where !known.contains(run) {
+            throw ValidationError("unknown run '\(run)' in --only; expected \(known.sorted().joined(separator: ","))")
+        }
+    }
+
+    var runs: [String] { only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+
+    func run() async throws {
+        #if DEBUG
+        FileHandle.standardError.write(Data("warning: this is a debug build; measure with `swift build -c release`\n".utf8))
+        #endif
+        let runID = String(UUID().uuidString.prefix(8)).lowercased()
+        var embedded: RunningServer?
+        var directory: String?
+        let baseURL: String
+        let credentials: BenchCredentials
+
+        if let url {
+            baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+            if let data {
+                let store = try SQLiteStore(directory: data)
+                credentials = try await Self.provision(store, runID: runID)
+                try store.close()
+            } else {
+                credentials = BenchCredentials(container: container!, apiToken: apiToken!, webAuthToken: webAuthToken!)
+            }
+        } else {
+            let dir =
+                data
+                ?? FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(runID)").path
+            guard !FileManager.default.fileExists(atPath: dir) else {
+                throw ValidationError("\(dir) exists; the bench runs on a fresh data directory")
+            }
+            directory = dir
+            var logger = Logger(label: "nimbus")
+            logger.logLevel = .warning
+            let server = try await RunningServer.start(ServerConfiguration(port: 0, dataDirectory: dir), logger: logger)
+            embedded = server
+            baseURL = server.baseURL
+            credentials = try await Self.provision(server.store, runID: runID)
+        }
+
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(8, writers))
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+        let client = BenchClient(http: http, baseURL: baseURL, credentials: credentials)
+
+        var results: [BenchResult] = []
+        do {
+            results = try await measure(client, runID: runID)
+        } catch {
+            try? await http.shutdown()
+            try? await embedded?.stop()
+            throw error
+        }
+        try await http.shutdown()
+        if let embedded {
+            try await embedded.stop()
+            if let directory, !keepData { try? FileManager.default.removeItem(atPath: directory) }
+        }
+
+        let machine = MachineInfo.current()
+        if json {
+            print(
+                JSON.object([
+                    "machine": machine.json, "server": .string(url ?? "embedded"),
+                    "results": .array(results.map(\.json)),
+                ]).serialized())
+        } else {
+            print(BenchResult.table(results, machine: machine, server: url ?? "embedded (\(directory ?? ""))"))
+        }
+        fflush(nil)
+        if results.contains(where: { $0.failed > 0 }) {
+            throw ExitCode(2)
+        }
+    }
+
+    private func measure(_ client: BenchClient, runID: String) async throws -> [BenchResult] {
+        var results: [BenchResult] = []
+        let runs = Set(runs)
+        // Warm up: connections, statement caches, code paths.
+        let warmZone = "bench-warmup"
+        try await client.createZone(warmZone)
+        for index in 0..<20 {
+            _ = try await client.createBatch(zone: warmZone, prefix: "w\(index)-", range: 0..<50)
+        }
+
+        let singleZone = "bench-single"
+        if runs.contains("single") || runs.contains("fetch") {
+            try await client.createZone(singleZone)
+            let result = try await writeRun(client, zone: singleZone, clients: 1)
+            if runs.contains("single") { results.append(result) }
+        }
+        if runs.contains("multi") {
+            let zone = "bench-multi"
+            try await client.createZone(zone)
+            results.append(try await writeRun(client, zone: zone, clients: writers))
+        }
+        if runs.contains("fetch") {
+            results.append(try await fetchRun(client, zone: singleZone))
+        }
+        if runs.contains("latency") {
+            let zone = "bench-latency"
+            try await client.createZone(zone)
+            results.append(try await latencyRun(client, zone: zone))
+        }
+        return results
+    }
+
+    /// (a) batched creates: `records` records in requests of `batch`, spread over `clients`
+    /// concurrent clients, all in one zone.
+    private func writeRun(_ client: BenchClient, zone: String, clients: Int) async throws -> BenchResult {
+        let batches = stride(from: 0, to: records, by: batch).map { $0..<min($0 + batch, records) }
+        let start = ContinuousClock.now
+        let counts = try await withThrowingTaskGroup(of: BatchOutcome.self) { group in
+            for writer in 0..<clients {
+                let mine = batches.enumerated().filter { $0.offset % clients == writer }.map(\.element)
+                group.addTask {
+                    var outcome = BatchOutcome()
+                    for range in mine {
+                        outcome.add(try await client.createBatch(zone: zone, prefix: "r", range: range))
+                    }
+                    return outcome
+                }
+            }
+            var total = BatchOutcome()
+            for try await outcome in group { total.add(outcome) }
+            return total
+        }
+        let seconds = (ContinuousClock.now - start).seconds
+        let name = clients == 1 ? "(a) batched creates, 1 client" : "(a) batched creates, \(clients) clients, same zone"
+        return BenchResult(
+            key: clients == 1 ? "create_1" : "create_\(clients)", name: name, records: counts.saved, seconds: seconds,
+            failed: counts.failed, requests: batches.count, target: 20_000, firstError: counts.firstError)
+    }
+
+    /// (b) a full sync of the zone through `records/changes` pages.
+    private func fetchRun(_ client: BenchClient, zone: String) async throws -> BenchResult {
+        let start = ContinuousClock.now
+        var token: String?
+        var seen = Set<String>()
+        seen.reserveCapacity(records)
+        var pages = 0
+        var duplicates = 0
+        while true {
+            let page = try await client.changes(zone: zone, since: token, limit: page)
+            pages += 1
+            for name in page.recordNames where !seen.insert(name).inserted { duplicates += 1 }
+            token = page.syncToken
+            if !page.moreComing { break }
+        }
+        let seconds = (ContinuousClock.now - start).seconds
+        let missing = max(0, records - seen.count)
+        return BenchResult(
+            key: "fetch", name: "(b) records/changes, pages of \(page)", records: seen.count, seconds: seconds,
+            failed: missing + duplicates, requests: pages, target: 100_000,
+            firstError: missing + duplicates > 0 ? "\(missing) records missing, \(duplicates) duplicates" : nil)
+    }
+
+    /// (c) latency of `records/modify` with one record, one request at a time.
+    private func latencyRun(_ client: BenchClient, zone: String) async throws -> BenchResult {
+        for index in 0..<100 {
+            _ = try await client.createBatch(zone: zone, prefix: "warm", range: index..<(index + 1))
+        }
+        var latencies: [Double] = []
+        latencies.reserveCapacity(samples)
+        var outcome = BatchOutcome()
+        let start = ContinuousClock.now
+        for index in 0..<samples {
+            let begin = ContinuousClock.now
+            let result = try await client.createBatch(zone: zone, prefix: "one", range: index..<(index + 1))
+            latencies.append((ContinuousClock.now - begin).seconds * 1000)
+            outcome.add(result)
+        }
+        let seconds = (ContinuousClock.now - start).seconds
+        latencies.sort()
+        func percentile(_ p: Double) -> Double {
+            latencies[min(latencies.count - 1, Int((p / 100 * Double(latencies.count)).rounded(.up)) - 1)]
+        }
+        return BenchResult(
+            key: "latency", name: "(c) single-record modify", records: outcome.saved, seconds: seconds,
+            failed: outcome.failed, requests: samples, target: nil, firstError: outcome.firstError,
+            latency: LatencySummary(
+                p50: percentile(50), p90: percentile(90), p99: percentile(99), max: latencies.last!,
+                mean: latencies.reduce(0, +) / Double(latencies.count)))
+    }
+
+    static func provision(_ store: SQLiteStore, runID: String) async throws -> BenchCredentials {
+        let container = "iCloud.nimbus.bench.\(runID)"
+        let api = try await store.createContainer(container)
+        let user = try await store.createUser(
+            name: "bench-\(runID)", email: nil, firstName: "Bench", lastName: nil, container: container)
+        return BenchCredentials(container: container, apiToken: api.token, webAuthToken: user.token)
+    }
+}
+
+struct BenchCredentials: Sendable {
+    var container: String
+    var apiToken: String
+    var webAuthToken: String
+}
+
+/// Counts of one or more `records/modify` answers.
+struct BatchOutcome: Sendable {
+    var saved = 0
+    var failed = 0
+    var firstError: String?
+
+    mutating func add(_ other: BatchOutcome) {
+        saved += other.saved
+        failed += other.failed
+        if firstError == nil { firstError = other.firstError }
+    }
+}
+
+/// A CloudKit Web Services client reduced to what the bench sends: request bodies are
+/// written as JSON text, answers parsed with Nimbus's JSON parser and checked item by item.
+struct BenchClient: Sendable {
+    let http: HTTPClient
+    let baseURL: String
+    let credentials: BenchCredentials
+
+    func url(_ operation: String) -> String {
+        "\(baseURL)/database/1/\(credentials.container)/development/private/\(operation)"
+            + "?ckAPIToken=\(credentials.apiToken)&ckWebAuthToken=\(credentials.webAuthToken)"
+    }
+
+    func post(_ operation: String, _ body: [UInt8]) async throws -> (status: Int, json: JSON) {
+        var request = HTTPClientRequest(url: url(operation))
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "X-Nimbus-Device-ID", value: "nimbus-bench")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await http.execute(request, timeout: .seconds(120))
+        let buffer = try await response.body.collect(upTo: 256 << 20)
+        let json = try JSON.parse(buffer.readableBytesView)
+        return (Int(response.status.code), json)
+    }
+
+    func createZone(_ name: String) async throws {
+        var body: [UInt8] = []
+        body.append(contentsOf: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"#.utf8)
+        JSON.writeString(name, into: &body)
+        body.append(contentsOf: "}}}]}".utf8)
+        let (status, json) = try await post("zones/modify", body)
+        guard status == 200, json["zones"]?.array?.first?["serverErrorCode"] == nil else {
+            throw BenchError("creating zone \(name) failed (\(status)): \(json.serialized())")
+        }
+    }
+
+    /// One `records/modify` request creating the records `prefix + index` for `range`.
+    func createBatch(zone: String, prefix: String, range: Range<Int>) async throws -> BatchOutcome {
+        let body = Self.createBody(zone: zone, prefix: prefix, range: range)
+        let (status, json) = try await post("records/modify", body)
+        var outcome = BatchOutcome()
+        guard status == 200, let items = json["records"]?.array else {
+            outcome.failed = range.count
+            outcome.firstError = "HTTP \(status): \(json.serialized())"
+            return outcome
+        }
+        for item in items {
+            if item["serverErrorCode"] != nil {
+                outcome.failed += 1
+                if outcome.firstError == nil { outcome.firstError = item.serialized() }
+            } else if item["recordChangeTag"]?.string != nil {
+                outcome.saved += 1
+            } else {
+                outcome.failed += 1
+                if outcome.firstError == nil { outcome.firstError = "unexpected item: \(item.serialized())" }
+            }
+        }
+        if items.count != range.count {
+            outcome.failed += abs(range.count - items.count)
+            if outcome.firstError == nil { outcome.firstError = "\(items.count) items for \(range.count) operations" }
+        }
+        return outcome
+    }
+
+    /// A realistic small record: a title, a body, an integer, a double, a timestamp and a
+    /// string list (≈ 450 bytes of JSON per record).
+    static func createBody(zone: String, prefix: String, range: Range<Int>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(80 + range.count * 480)
+        out.append(contentsOf: #"{"zoneID":{"zoneName":"#.utf8)
+        JSON.writeString(zone, into: &out)
+        out.append(contentsOf: #"},"operations":["#.utf8)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        for index in range {
+            if index != range.lowerBound { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: #"{"operationType":"create","record":{"recordName":"#.utf8)
+            JSON.writeString("\(prefix)\(index)", into: &out)
+            out.append(contentsOf: #","recordType":"Note","fields":{"title":{"value":"#.utf8)
+            JSON.writeString("Note number \(index)", into: &out)
+            out.append(contentsOf: #","type":"STRING"},"body":{"value":"#.utf8)
+            JSON.writeString(
+                "Remember to water the plants, call the plumber about the leak, and buy milk — item \(index).",
+                into: &out)
+            out.append(contentsOf: #","type":"STRING"},"priority":{"value":"#.utf8)
+            out.append(contentsOf: String(index % 5).utf8)
+            out.append(contentsOf: #","type":"INT64"},"score":{"value":"#.utf8)
+            out.append(contentsOf: "\(Double(index) * 0.25 + 0.5)".utf8)
+            out.append(contentsOf: #","type":"DOUBLE"},"due":{"value":"#.utf8)
+            out.append(contentsOf: String(now + Int64(index) * 60_000).utf8)
+            out.append(contentsOf: #","type":"TIMESTAMP"},"tags":{"value":["bench","note","#.utf8)
+            out.append(contentsOf: String(index % 10).utf8)
+            out.append(contentsOf: #""],"type":"STRING_LIST"}}}}"#.utf8)
+        }
+        out.append(contentsOf: "]}".utf8)
+        return out
+    }
+
+    struct ChangesPage {
+        var recordNames: [String]
+        var syncToken: String
+        var moreComing: Bool
+    }
+
+    func changes(zone: String, since token: String?, limit: Int) async throws -> ChangesPage {
+        var body: [UInt8] = []
+        body.append(contentsOf: #"{"zoneID":{"zoneName":"#.utf8)
+        JSON.writeString(zone, into: &body)
+        body.append(contentsOf: #"},"resultsLimit":"#.utf8)
+        body.append(contentsOf: String(limit).utf8)
+        if let token {
+            body.append(contentsOf: #","syncToken":"#.utf8)
+            JSON.writeString(token, into: &body)
+        }
+        body.append(UInt8(ascii: "}"))
+        let (status, json) = try await post("records/changes", body)
+        guard status == 200, let records = json["records"]?.array, let syncToken = json["syncToken"]?.string,
+            let moreComing = json["moreComing"]?.bool
+        else {
+            throw BenchError("records/changes failed (\(status)): \(json.serialized().prefix(500))")
+        }
+        var names: [String] = []
+        names.reserveCapacity(records.count)
+        for record in records {
+            guard let name = record["recordName"]?.string, record["fields"]?.object != nil else {
+                throw BenchError("records/changes returned an unexpected item: \(record.serialized().prefix(500))")
+            }
+            names.append(name)
+        }
+        return ChangesPage(recordNames: names, syncToken: syncToken, moreComing: moreComing)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+struct LatencySummary: Sendable {
+    var p50: Double
+    var p90: Double
+    var p99: Double
+    var max: Double
+    var mean: Double
+}
+
+struct BenchResult: Sendable {
+    var key: String
+    var name: String
+    var records: Int
+    var seconds: Double
+    var failed: Int
+    var requests: Int
+    /// Records/s to reach, if the run has a throughput target.
+    var target: Double?
+    var firstError: String?
+    var latency: LatencySummary?
+
+    var rate: Double { seconds > 0 ? Double(records) / seconds : 0 }
+
+    /// The target and whether it was met.
+    var verdict: String {
+        if let latency {
+            return latency.p50 <= 1.5 && failed == 0 ? "p50 ≤ 1.5 ms: met" : "p50 ≤ 1.5 ms: MISSED"
+        }
+        guard let target else { return "" }
+        let met = rate >= target && failed == 0
+        return "≥ \(Int(target)) rec/s\(key.hasPrefix("create") ? ", 0 failed" : ""): \(met ? "met" : "MISSED")"
+    }
+
+    var json: JSON {
+        var members: [String: JSON] = [
+            "run": .string(key), "name": .string(name), "records": .int(records), "seconds": .double(seconds),
+            "recordsPerSecond": .double(rate.rounded()), "failed": .int(failed), "requests": .int(requests),
+            "verdict": .string(verdict),
+        ]
+        if let firstError { members["firstError"] = .string(firstError) }
+        if let latency {
+            members["latencyMillis"] = .object([
+                "p50": .double(latency.p50), "p90": .double(latency.p90), "p99": .double(latency.p99),
+                "max": .double(latency.max), "mean": .double(latency.mean),
+            ])
+        }
+        return .object(members)
+    }
+
+    static func table(_ results: [BenchResult], machine: MachineInfo, server: String) -> String {
+        var lines: [String] = []
+        lines.append("Nimbus bench — \(machine.summary)")
+        lines.append("server: \(server)")
+        lines.append("")
+        let header = [
+            pad("run", 46), pad("records", 9, right: true), pad("requests", 9, right: true),
+            pad("seconds", 8, right: true), pad("records/s", 10, right: true), pad("failed", 7, right: true),
+            "  target",
+        ].joined()
+        lines.append(header)
+        lines.append(String(repeating: "-", count: header.count + 20))
+        for result in results {
+            lines.append(
+                [
+                    pad(result.name, 46), pad("\(result.records)", 9, right: true),
+                    pad("\(result.requests)", 9, right: true), pad(format(result.seconds, 2), 8, right: true),
+                    pad("\(Int(result.rate.rounded()))", 10, right: true), pad("\(result.failed)", 7, right: true),
+                    "  " + result.verdict,
+                ].joined())
+            if let latency = result.latency {
+                lines.append(
+                    "    latency ms: p50 \(format(latency.p50, 3))  p90 \(format(latency.p90, 3))  "
+                        + "p99 \(format(latency.p99, 3))  max \(format(latency.max, 3))  mean \(format(latency.mean, 3))")
+            }
+            if let error = result.firstError { lines.append("    first failure: \(error.prefix(300))") }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+        let count = text.count
+        guard count < width else { return right ? " " + text : text + " " }
+        let spaces = String(repeating: " ", count: width - count)
+        return right ? spaces + text : text + spaces
+    }
+
+    static func format(_ value: Double, _ decimals: Int) -> String {
+        String(format: "%.\(decimals)f", value)
+    }
+}
+
+/// What the bench ran on.
+struct MachineInfo: Sendable {
+    var cores: Int
+    var os: String
+    var cpu: String
+    var build: String
+
+    static func current() -> MachineInfo {
+        var os = "unknown OS"
+        if let release = try? String(contentsOfFile: "/etc/os-release", encoding: .utf8),
+            let line = release.split(separator: "\n").first(where: { $0.hasPrefix("PRETTY_NAME=") })
+        {
+            os = line.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
+        var cpu = "unknown CPU"
+        if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+            let line = info.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
+            let colon = line.firstIndex(of: ":")
+        {
+            cpu = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        #if DEBUG
+        let build = "debug build"
+        #else
+        let build = "release build"
+        #endif
+        return MachineInfo(cores: ProcessInfo.processInfo.activeProcessorCount, os: os, cpu: cpu, build: build)
+    }
+
+    var summary: String { "\(cores) cores (\(cpu)), \(os), \(build)" }
+
+    var json: JSON {
+        .object(["cores": .int(cores), "os": .string(os), "cpu": .string(cpu), "build": .string(build)])
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
