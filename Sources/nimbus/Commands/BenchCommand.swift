@@ -366,7 +366,7 @@ struct BenchClient: Sendable {
             out.append(contentsOf: "\(Double(index) * 0.25 + 0.5)".utf8)
             out.append(contentsOf: #","type":"DOUBLE"},"due":{"value":"#.utf8)
             out.append(contentsOf: String(now + Int64(index) * 60_000).utf8)
-            out.append(contentsOf: #","type":"TIMESTAMP"},"tags":{"value":["bench","note","#.utf8)
+            out.append(contentsOf: #","type":"TIMESTAMP"},"tags":{"value":["bench","note",""#.utf8)
             out.append(contentsOf: String(index % 10).utf8)
             out.append(contentsOf: #""],"type":"STRING_LIST"}}}}"#.utf8)
         }
