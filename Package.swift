@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "NimbusStore", targets: ["NimbusStore"]),
         .library(name: "NimbusServer", targets: ["NimbusServer"]),
         .library(name: "Nimbus", targets: ["Nimbus"]),
+        .library(name: "NimbusSync", targets: ["NimbusSync"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -68,6 +69,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Sync engine: local cache, persisted outbox, fetch/send scheduling, merge, recovery.
+        .target(
+            name: "NimbusSync",
+            dependencies: [
+                "Nimbus",
+                "NimbusProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `nimbus` command: serve, provisioning, bench.
         .executableTarget(
             name: "nimbus",
@@ -90,6 +101,16 @@ let package = Package(
                 "NimbusStore",
                 "NimbusServer",
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NimbusSyncTests",
+            dependencies: ["NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NimbusStoreTests",
+            dependencies: ["NimbusProtocol", "NimbusStore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -131,8 +131,10 @@ public struct ModifyPlanner: Sendable {
         let fieldsJSON: String
         let recordType: String
         switch (operation.type, existing) {
-        case (.create, .some):
-            throw CloudKitError(.exists, "record '\(name)' already exists", recordName: name)
+        case (.create, .some(let existing)):
+            throw CloudKitError(
+                .exists, "record '\(name)' already exists; merge with serverRecord and update it", recordName: name,
+                serverRecord: try? existing.record(zoneID: zoneID))
         case (.update, nil), (.replace, nil):
             throw CloudKitError(
                 .notFound, "record '\(name)' does not exist; use create (or forceUpdate) to create it",

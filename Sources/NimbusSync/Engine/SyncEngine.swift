@@ -1,0 +1,205 @@
+import Foundation
+import GRDB
+import Nimbus
+import NimbusProtocol
+
+/// Keeps a device's ``LocalStore`` in sync with a Nimbus private database.
+///
+/// ```swift
+/// let engine = SyncEngine(
+///     service: DatabaseSyncService(database: container.privateCloudDatabase),
+///     store: try LocalStore(path: "device.sqlite"),
+///     configuration: SyncConfiguration(zones: ["ReadingList", "ReadingHistory"]))
+/// Task { for await event in engine.events() { … update the UI … } }
+/// try await engine.start()                 // setup chain, first fetch, send the outbox
+/// try engine.store.write { db, outbox in try outbox.save(bookmark) }
+/// try await engine.sendChanges()
+/// ```
+///
+/// Fetches run on launch, on push and on refresh: database changes first, then zone changes
+/// for the changed zones only. Triggers that arrive while a fetch runs coalesce into at most
+/// one follow-up fetch. Fetches and sends never overlap, so the local copy a send is based
+/// on is always the one the last fetch left.
+public actor SyncEngine {
+    public nonisolated let store: LocalStore
+    public nonisolated let configuration: SyncConfiguration
+    let service: any SyncService
+
+    private var lock = AsyncLock()
+    private var fetchInFlight: Task<Void, any Error>?
+    private var fetchQueued: Task<Void, any Error>?
+    private var sendInFlight: Task<Void, any Error>?
+    private var sendQueued: Task<Void, any Error>?
+    private var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
+    private var pushTask: Task<Void, Never>?
+
+    /// How many database fetches actually ran (triggers that coalesced do not count).
+    public private(set) var fetchesRun = 0
+    /// How many `records/modify` requests the engine sent.
+    public private(set) var requestsSent = 0
+
+    public init(service: any SyncService, store: LocalStore, configuration: SyncConfiguration) {
+        self.service = service
+        self.store = store
+        self.configuration = configuration
+    }
+
+    // MARK: - Events
+
+    /// A stream of everything the engine does; each call returns a new subscriber.
+    public nonisolated func events() -> AsyncStream<SyncEvent> {
+        let (stream, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .unbounded)
+        let id = UUID()
+        Task { await self.addSubscriber(id, continuation) }
+        return stream
+    }
+
+    private func addSubscriber(_ id: UUID, _ continuation: AsyncStream<SyncEvent>.Continuation) {
+        subscribers[id] = continuation
+        continuation.onTermination = { _ in Task { await self.removeSubscriber(id) } }
+    }
+
+    private func removeSubscriber(_ id: UUID) { subscribers[id] = nil }
+
+    func emit(_ event: SyncEvent) {
+        for continuation in subscribers.values { continuation.yield(event) }
+    }
+
+    // MARK: - Lifecycle
+
+    /// The launch sequence: account check, setup (zones, subscription), fetch, send.
+    /// Idempotent and resumable: each setup step is recorded when done and skipped after.
+    public func start() async throws {
+        try await withLock { try await self.checkAccount() }
+        try await withLock { try await self.setUp() }
+        try await fetchChanges()
+        try await sendChanges()
+    }
+
+    /// Fetches when a push arrives on `notifications` (any `AsyncSequence` of the SDK's
+    /// push notifications), until ``stopListening()``.
+    public func listen<S: AsyncSequence & Sendable>(to notifications: S) where S.Element == PushNotification {
+        pushTask?.cancel()
+        pushTask = Task {
+            do {
+                for try await _ in notifications {
+                    try? await self.fetchChanges()
+                }
+            } catch {}
+        }
+    }
+
+    public func stopListening() {
+        pushTask?.cancel()
+        pushTask = nil
+    }
+
+    // MARK: - Coalesced triggers
+
+    /// Fetches database changes, then the changed zones. If a fetch is running, this waits
+    /// for one follow-up fetch (shared by every trigger that arrives meanwhile).
+    public func fetchChanges() async throws {
+        try await scheduledFetch().value
+    }
+
+    private func scheduledFetch() -> Task<Void, any Error> {
+        if let queued = fetchQueued { return queued }
+        if let running = fetchInFlight {
+            let task = Task {
+                _ = await running.result
+                try await self.runQueuedFetch()
+            }
+            fetchQueued = task
+            return task
+        }
+        let task = Task { try await self.runFetch() }
+        fetchInFlight = task
+        return task
+    }
+
+    private func runQueuedFetch() async throws {
+        fetchInFlight = fetchQueued
+        fetchQueued = nil
+        try await runFetch()
+    }
+
+    private func runFetch() async throws {
+        defer { if fetchQueued == nil { fetchInFlight = nil } }
+        fetchesRun += 1
+        try await withLock { try await self.fetchDatabase() }
+    }
+
+    /// Fetches one zone's changes only (pull-to-refresh).
+    public func refresh(zone: String) async throws {
+        try await withLock { try await self.fetchZone(zone) }
+    }
+
+    /// Sends the outbox. Coalesces like ``fetchChanges()``.
+    public func sendChanges() async throws {
+        try await scheduledSend().value
+    }
+
+    private func scheduledSend() -> Task<Void, any Error> {
+        if let queued = sendQueued { return queued }
+        if let running = sendInFlight {
+            let task = Task {
+                _ = await running.result
+                try await self.runQueuedSend()
+            }
+            sendQueued = task
+            return task
+        }
+        let task = Task { try await self.runSend() }
+        sendInFlight = task
+        return task
+    }
+
+    private func runQueuedSend() async throws {
+        sendInFlight = sendQueued
+        sendQueued = nil
+        try await runSend()
+    }
+
+    private func runSend() async throws {
+        defer { if sendQueued == nil { sendInFlight = nil } }
+        try await withLock { try await self.sendOutbox() }
+    }
+
+    // MARK: - Lock
+
+    func withLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        if !lock.tryAcquire() {
+            await withCheckedContinuation { continuation in lock.enqueue(continuation) }
+        }
+        defer { lock.release() }
+        return try await body()
+    }
+
+    // MARK: - Retry
+
+    /// Runs `body`, retrying retryable errors with the server's retryAfter or backoff.
+    func retrying<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch let error as NimbusError where error.isRetryable && attempt + 1 < configuration.retryPolicy.maxAttempts {
+                attempt += 1
+                try await Task.sleep(for: delay(after: error, attempt: attempt))
+            }
+        }
+    }
+
+    nonisolated func delay(after error: NimbusError, attempt: Int) -> Duration {
+        if let seconds = error.retryAfterSeconds { return .milliseconds(Int64(seconds * 1000)) }
+        let policy = configuration.retryPolicy
+        let base = Double(policy.initialBackoff.components.seconds) + Double(policy.initialBackoff.components.attoseconds) / 1e18
+        let maximum = Double(policy.maximumBackoff.components.seconds)
+            + Double(policy.maximumBackoff.components.attoseconds) / 1e18
+        let exponential = min(maximum, base * pow(policy.multiplier, Double(attempt - 1)))
+        let jittered = exponential * Double.random(in: 0.5...1.0)
+        return .milliseconds(Int64(jittered * 1000))
+    }
+
+    func countRequest() { requestsSent += 1 }
+}

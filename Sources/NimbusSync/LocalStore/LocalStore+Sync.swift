@@ -1,0 +1,157 @@
+import Foundation
+import GRDB
+import Nimbus
+import NimbusProtocol
+
+/// The engine's reads and writes of the local store, inside its transactions.
+extension LocalStore {
+    /// Tokens are opaque: kept as their Codable form.
+    static func encodeToken(_ token: ServerChangeToken) -> String? {
+        (try? JSONEncoder().encode(token)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    static func decodeToken(_ text: String) -> ServerChangeToken? {
+        try? JSONDecoder().decode(ServerChangeToken.self, from: Data(text.utf8))
+    }
+
+    struct ServerCopy {
+        var recordType: String
+        var fields: [String: FieldValue]
+        var tag: String
+        var system: Data
+    }
+
+    static func state(_ db: GRDB.Database, _ key: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM nimbus_state WHERE key = ?", arguments: [key])
+    }
+
+    static func setState(_ db: GRDB.Database, _ key: String, _ value: String?) throws {
+        if let value {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO nimbus_state (key, value) VALUES (?, ?)", arguments: [key, value])
+        } else {
+            try db.execute(sql: "DELETE FROM nimbus_state WHERE key = ?", arguments: [key])
+        }
+    }
+
+    static func zoneToken(_ db: GRDB.Database, _ zone: String) throws -> ServerChangeToken? {
+        try String.fetchOne(db, sql: "SELECT token FROM nimbus_zones WHERE zone = ?", arguments: [zone])
+            .flatMap(decodeToken)
+    }
+
+    static func setZoneToken(_ db: GRDB.Database, _ zone: String, _ token: ServerChangeToken?) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO nimbus_zones (zone, token, confirmed) VALUES (?, ?, 1)
+                ON CONFLICT(zone) DO UPDATE SET token = excluded.token
+                """,
+            arguments: [zone, token.flatMap(encodeToken)])
+    }
+
+    static func serverCopy(_ db: GRDB.Database, zone: String, name: String) throws -> ServerCopy? {
+        try Row.fetchOne(
+            db, sql: "SELECT type, fields, tag, system FROM nimbus_records WHERE zone = ? AND name = ?",
+            arguments: [zone, name]
+        ).map { row in
+            ServerCopy(
+                recordType: row["type"], fields: try [String: FieldValue](jsonText: row["fields"]), tag: row["tag"],
+                system: row["system"])
+        }
+    }
+
+    static func putServerCopy(_ db: GRDB.Database, _ record: Nimbus.Record) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [
+                record.id.zoneID.zoneName, record.id.recordName, record.recordType, record.recordChangeTag ?? "",
+                record.fieldDictionary.jsonText, record.encodeSystemFields(),
+            ])
+    }
+
+    static func removeServerCopy(_ db: GRDB.Database, zone: String, name: String) throws {
+        try db.execute(sql: "DELETE FROM nimbus_records WHERE zone = ? AND name = ?", arguments: [zone, name])
+    }
+
+    static func outboxEntry(_ db: GRDB.Database, zone: String, name: String) throws -> PendingChange? {
+        try Outbox.entry(db, zone: zone, name: name)
+    }
+
+    /// Removes an outbox entry if nobody changed it since `revision` was read.
+    static func clearOutbox(_ db: GRDB.Database, zone: String, name: String, revision: Int64) throws {
+        try db.execute(
+            sql: "DELETE FROM nimbus_outbox WHERE zone = ? AND name = ? AND revision = ?",
+            arguments: [zone, name, revision])
+    }
+
+    static func removeOutbox(_ db: GRDB.Database, zone: String, name: String) throws {
+        try db.execute(sql: "DELETE FROM nimbus_outbox WHERE zone = ? AND name = ?", arguments: [zone, name])
+    }
+
+    static func logConflict(_ db: GRDB.Database, zone: String, name: String, resolutions: [FieldResolution]) throws
+        -> ConflictRecord
+    {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let text = String(decoding: try JSONEncoder().encode(resolutions), as: UTF8.self)
+        try db.execute(
+            sql: "INSERT INTO nimbus_conflicts (zone, name, resolved_at, resolutions) VALUES (?, ?, ?, ?)",
+            arguments: [zone, name, now, text])
+        return ConflictRecord(zoneName: zone, recordName: name, resolvedAt: now, resolutions: resolutions)
+    }
+
+    /// Moves every local copy and pending change to the quarantine under `account`.
+    static func quarantineAll(_ db: GRDB.Database, account: String) throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try db.execute(
+            sql: """
+                INSERT INTO nimbus_quarantine (account, kind, zone, name, type, fields, quarantined_at)
+                SELECT ?, 'server', zone, name, type, fields, ? FROM nimbus_records
+                """,
+            arguments: [account, now])
+        try db.execute(
+            sql: """
+                INSERT INTO nimbus_quarantine (account, kind, zone, name, type, fields, quarantined_at)
+                SELECT ?, kind, zone, name, type, fields, ? FROM nimbus_outbox
+                """,
+            arguments: [account, now])
+        try db.execute(sql: "DELETE FROM nimbus_records")
+        try db.execute(sql: "DELETE FROM nimbus_outbox")
+        try db.execute(sql: "DELETE FROM nimbus_zones")
+        try db.execute(sql: "DELETE FROM nimbus_state WHERE key != 'account'")
+    }
+}
+
+extension Outbox {
+    static func entry(_ db: GRDB.Database, zone: String, name: String) throws -> PendingChange? {
+        try Row.fetchOne(db, sql: "SELECT * FROM nimbus_outbox WHERE zone = ? AND name = ?", arguments: [zone, name])
+            .map(pendingChange)
+    }
+
+    static func pendingChange(_ row: Row) throws -> PendingChange {
+        let keysText: String = row["changed_keys"]
+        let keys = (try? JSON.parse(keysText))?.array?.compactMap(\.string) ?? []
+        return PendingChange(
+            zoneName: row["zone"], recordName: row["name"],
+            kind: PendingChange.Kind(rawValue: row["kind"]) ?? .save, recordType: row["type"],
+            fields: try [String: FieldValue](jsonText: row["fields"]), changedKeys: Set(keys), revision: row["revision"])
+    }
+
+    /// Rewrites a pending save after a merge, without bumping its revision.
+    static func rewrite(_ db: GRDB.Database, zone: String, name: String, fields: [String: FieldValue], changedKeys: Set<String>)
+        throws
+    {
+        try db.execute(
+            sql: "UPDATE nimbus_outbox SET fields = ?, changed_keys = ? WHERE zone = ? AND name = ?",
+            arguments: [
+                fields.jsonText, JSON.array(changedKeys.sorted().map { .string($0) }).serialized(), zone, name,
+            ])
+    }
+}
+
+extension Nimbus.Record {
+    /// All fields as a dictionary.
+    var fieldDictionary: [String: FieldValue] {
+        var fields: [String: FieldValue] = [:]
+        for key in allKeys { fields[key] = fieldValue(forKey: key) }
+        return fields
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import GRDB
+import NimbusProtocol
+
+/// The outbox, inside a write transaction of the ``LocalStore``.
+///
+/// Entries coalesce per record: saving then deleting a record before it is sent leaves only
+/// the delete; deleting then saving leaves only the save.
+public struct Outbox {
+    let db: GRDB.Database
+
+    /// Queues a save of the record's current fields. Changed keys are computed against the
+    /// server copy, so a later send can do a field-level merge.
+    public func save(_ record: LocalRecord) throws {
+        let base = try Row.fetchOne(
+            db, sql: "SELECT fields FROM nimbus_records WHERE zone = ? AND name = ?",
+            arguments: [record.zoneName, record.recordName])
+        let baseFields = try base.map { try [String: FieldValue](jsonText: $0["fields"]) } ?? [:]
+        let changed = Set(record.fields.keys).union(baseFields.keys).filter { record.fields[$0] != baseFields[$0] }
+        try upsert(
+            zone: record.zoneName, name: record.recordName, kind: .save, type: record.recordType,
+            fields: record.fields, changedKeys: changed)
+    }
+
+    /// Queues a deletion.
+    public func delete(zone: String, recordName: String) throws {
+        let type =
+            try String.fetchOne(
+                db, sql: "SELECT type FROM nimbus_outbox WHERE zone = ? AND name = ?", arguments: [zone, recordName])
+            ?? String.fetchOne(
+                db, sql: "SELECT type FROM nimbus_records WHERE zone = ? AND name = ?", arguments: [zone, recordName])
+            ?? ""
+        try upsert(zone: zone, name: recordName, kind: .delete, type: type, fields: [:], changedKeys: [])
+    }
+
+    func upsert(
+        zone: String, name: String, kind: PendingChange.Kind, type: String, fields: [String: FieldValue],
+        changedKeys: Set<String>
+    ) throws {
+        let keysJSON = JSON.array(changedKeys.sorted().map { .string($0) }).serialized()
+        try db.execute(
+            sql: """
+                INSERT INTO nimbus_outbox (zone, name, kind, type, fields, changed_keys, revision, enqueued_at)
+                VALUES (?, ?, ?, ?, ?, ?, 1, ?)
+                ON CONFLICT(zone, name) DO UPDATE SET
+                    kind = excluded.kind, type = excluded.type, fields = excluded.fields,
+                    changed_keys = excluded.changed_keys, revision = revision + 1
+                """,
+            arguments: [
+                zone, name, kind.rawValue, type, fields.jsonText, keysJSON,
+                Int64(Date().timeIntervalSince1970 * 1000),
+            ])
+    }
+
+    /// The pending changes, oldest first.
+    public func pending(limit: Int = .max) throws -> [PendingChange] {
+        try Self.pending(db, limit: limit)
+    }
+
+    static func pending(_ db: GRDB.Database, limit: Int) throws -> [PendingChange] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM nimbus_outbox ORDER BY enqueued_at, zone, name LIMIT ?", arguments: [limit]
+        ).map(pendingChange)
+    }
+}

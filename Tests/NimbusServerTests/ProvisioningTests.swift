@@ -1,0 +1,34 @@
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+import Testing
+
+@Suite("Provisioning while the server runs")
+struct ProvisioningTests {
+    /// The CLI opens the data directory as a second SQLite connection pool, as another process
+    /// does; what it writes is usable at once by the running server.
+    @Test func usersAndTokensCreatedBesideTheRunningServerWorkImmediately() async throws {
+        try await TestServer.with { server in
+            let cli = try SQLiteStore(directory: server.directory)
+            defer { try? cli.close() }
+            let container = "iCloud.com.example.cli"
+            let apiToken = try await cli.createContainer(container)
+            let webToken = try await cli.createUser(
+                name: "dana", email: nil, firstName: "Dana", lastName: nil, container: container)
+            let client = TestClient(
+                baseURL: server.server.baseURL, container: container, apiToken: apiToken.token,
+                webAuthToken: webToken.token)
+            let me = try await client.get("users/current")
+            #expect(me.status == 200)
+            #expect(me["userRecordName"]?.string == webToken.user?.recordName)
+            #expect(me["firstName"] == "Dana")
+
+            let tokens = try await cli.listTokens(container: container)
+            #expect(Set(tokens.map(\.kind)) == [.api, .webAuth])
+            #expect(try await cli.revokeToken(apiToken.token))
+            #expect(try await client.get("users/current").serverErrorCode == "AUTHENTICATION_FAILED")
+            // Creating a container twice is refused with what to do instead.
+            await #expect(throws: AccountError.self) { _ = try await cli.createContainer(container) }
+        }
+    }
+}
