@@ -4,8 +4,9 @@ import Nimbus
 public struct SyncConfiguration: Sendable {
     /// The custom zones of the private database the engine keeps in sync.
     public var zones: [String]
-    /// The ID of the database subscription the engine creates, so pushes name changed zones.
-    public var subscriptionID: String
+    /// The ID of the database subscription the engine creates, so pushes name changed zones;
+    /// `nil` for an engine that only fetches on launch and on demand.
+    public var subscriptionID: String?
     /// Merge rules by record type; types without rules use ``defaultMergeRules``.
     public var mergeRules: [String: MergeRules]
     public var defaultMergeRules: MergeRules
@@ -28,7 +29,7 @@ public struct SyncConfiguration: Sendable {
     }
 
     public init(
-        zones: [String], subscriptionID: String = "nimbus-sync", mergeRules: [String: MergeRules] = [:],
+        zones: [String], subscriptionID: String? = "nimbus-sync", mergeRules: [String: MergeRules] = [:],
         defaultMergeRules: MergeRules = MergeRules(), zoneLossPolicy: ZoneLossPolicy = .recreateAndReupload,
         batchSize: Int = 200, batchBytes: Int = 900_000,
         retryPolicy: RetryPolicy = RetryPolicy(

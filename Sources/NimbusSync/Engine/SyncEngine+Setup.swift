@@ -46,12 +46,10 @@ extension SyncEngine {
             try await retrying { try await self.service.createZones(self.configuration.zones) }
             try await store.pool.write { db in try LocalStore.setState(db, Self.zonesReadyKey, zonesKey) }
         }
-        if subscriptionReady != configuration.subscriptionID {
-            let subscription = Subscription(id: configuration.subscriptionID, kind: .database)
+        if let subscriptionID = configuration.subscriptionID, subscriptionReady != subscriptionID {
+            let subscription = Subscription(id: subscriptionID, kind: .database)
             try await retrying { try await self.service.saveSubscription(subscription) }
-            try await store.pool.write { db in
-                try LocalStore.setState(db, Self.subscriptionReadyKey, self.configuration.subscriptionID)
-            }
+            try await store.pool.write { db in try LocalStore.setState(db, Self.subscriptionReadyKey, subscriptionID) }
         }
     }
 }

@@ -121,6 +121,11 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// The changes waiting to be sent, oldest first.
+    public func pendingChanges() throws -> [PendingChange] {
+        try pool.read { db in try Outbox.pending(db, limit: .max) }
+    }
+
     /// The number of changes waiting to be sent.
     public func pendingCount() throws -> Int {
         try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM nimbus_outbox") ?? 0 }

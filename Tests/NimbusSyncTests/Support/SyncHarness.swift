@@ -1,0 +1,151 @@
+import Foundation
+import Logging
+import Nimbus
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+import NimbusSync
+import Synchronization
+
+/// A deterministic random source (SplitMix64), so every schedule replays from its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Wraps the real service to inject faults and count calls.
+final class FaultyService: SyncService {
+    let base: any SyncService
+    /// Probability that a call is throttled (THROTTLED with a short retryAfter) before it runs.
+    let throttleRate: Double
+    /// `records/modify` batches larger than this fail with limitExceeded.
+    let maxBatch: Int
+    private let state: Mutex<(rng: SeededGenerator, calls: [String: Int])>
+
+    init(base: any SyncService, seed: UInt64, throttleRate: Double = 0, maxBatch: Int = .max) {
+        self.base = base
+        self.throttleRate = throttleRate
+        self.maxBatch = maxBatch
+        self.state = Mutex((SeededGenerator(seed: seed), [:]))
+    }
+
+    func calls(_ name: String) -> Int { state.withLock { $0.calls[name, default: 0] } }
+
+    private func enter(_ name: String) throws {
+        let throttled = state.withLock { state -> Bool in
+            state.calls[name, default: 0] += 1
+            return throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
+        }
+        if throttled {
+            var error = NimbusError(.requestRateLimited, "injected throttle")
+            error.retryAfterSeconds = 0.002
+            throw error
+        }
+    }
+
+    func currentUserRecordName() async throws -> String {
+        try enter("user")
+        return try await base.currentUserRecordName()
+    }
+    func createZones(_ names: [String]) async throws {
+        try enter("zones")
+        try await base.createZones(names)
+    }
+    func saveSubscription(_ subscription: Subscription) async throws {
+        try enter("subscription")
+        try await base.saveSubscription(subscription)
+    }
+    func databaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges {
+        try enter("databaseChanges")
+        return try await base.databaseChanges(since: token)
+    }
+    func zoneChanges(_ zone: String, since token: ServerChangeToken?) async throws -> RecordZoneChanges {
+        try enter("zoneChanges:\(zone)")
+        return try await base.zoneChanges(zone, since: token)
+    }
+    func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID]) async throws -> (
+        saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>],
+        deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>]
+    ) {
+        try enter("modify")
+        if saving.count + deleting.count > maxBatch {
+            throw NimbusError(.limitExceeded, "injected: at most \(maxBatch) items")
+        }
+        return try await base.modify(saving: saving, deleting: deleting)
+    }
+}
+
+/// A real server with one user and helpers to make devices (engines with their own stores).
+final class SyncHarness: Sendable {
+    static let containerID = "iCloud.com.example.sync"
+    let server: RunningServer
+    let directory: String
+    let apiToken: String
+    let webToken: String
+
+    init(retention: Duration = .seconds(3600)) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sync-\(UUID().uuidString)").path
+        var logger = Logger(label: "sync-test")
+        logger.logLevel = .critical
+        server = try await RunningServer.start(
+            ServerConfiguration(port: 0, dataDirectory: directory + "/server", tombstoneRetention: retention), logger: logger)
+        apiToken = try await server.store.createContainer(Self.containerID).token
+        webToken = try await server.store.createUser(
+            name: "reader", email: nil, firstName: nil, lastName: nil, container: Self.containerID
+        ).token
+    }
+
+    func container(device: String, webToken: String? = nil) -> Container {
+        Container(
+            identifier: Self.containerID, baseURL: URL(string: server.baseURL)!,
+            credentials: .apiToken(apiToken, webAuthToken: webToken ?? self.webToken), deviceID: device)
+    }
+
+    func storePath(_ device: String) -> String { "\(directory)/\(device)/local.sqlite" }
+
+    /// An engine for `device` over its (persistent) local store.
+    func engine(
+        _ device: String, configuration: SyncConfiguration, seed: UInt64 = 1, throttleRate: Double = 0,
+        maxBatch: Int = .max, webToken: String? = nil
+    ) throws -> (SyncEngine, FaultyService) {
+        let service = FaultyService(
+            base: DatabaseSyncService(database: container(device: device, webToken: webToken).privateCloudDatabase),
+            seed: seed, throttleRate: throttleRate, maxBatch: maxBatch)
+        let engine = SyncEngine(service: service, store: try LocalStore(path: storePath(device)), configuration: configuration)
+        return (engine, service)
+    }
+
+    func stop() async throws {
+        try await server.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Waits for the first event matching `predicate`, failing after `timeout`.
+func firstEvent(
+    _ events: AsyncStream<SyncEvent>, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (SyncEvent) -> Bool
+) async throws -> SyncEvent {
+    try await withThrowingTaskGroup(of: SyncEvent?.self) { group in
+        group.addTask {
+            for await event in events where predicate(event) { return event }
+            return nil
+        }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        guard let result = try await group.next(), let event = result else {
+            group.cancelAll()
+            throw CancellationError()
+        }
+        group.cancelAll()
+        return event
+    }
+}
