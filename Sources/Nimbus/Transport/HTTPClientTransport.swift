@@ -8,11 +8,22 @@ import NIOPosix
 public struct HTTPClientTransport: Transport {
     private let client: HTTPClient
 
-    /// - Parameter client: defaults to AsyncHTTPClient's shared client, which needs no
-    ///   shutdown. Pass your own to configure TLS or proxies (and shut it down yourself).
-    public init(client: HTTPClient = .shared) {
+    /// - Parameter client: defaults to ``sharedClient``. Pass your own to configure TLS or
+    ///   proxies (and shut it down yourself).
+    public init(client: HTTPClient = HTTPClientTransport.sharedClient) {
         self.client = client
     }
+
+    /// The SDK's process-wide client, never shut down. It does not retry failed connection
+    /// attempts itself: an unreachable server is reported at once as
+    /// ``NimbusError/Code/networkUnavailable``, and retrying is the caller's policy
+    /// (``Retrier``, a sync engine's scheduler).
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(10)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var httpRequest = HTTPClientRequest(url: request.url.absoluteString)
