@@ -70,3 +70,17 @@ struct CancellationTests {
         #expect(transport.requests.count == 3)
     }
 }
+
+@Suite("Cancellation over HTTP")
+struct HTTPCancellationTests {
+    @Test func cancellingTheTaskAbortsARequestTheServerNeverAnswers() async throws {
+        let server = try SilentServer()
+        defer { server.stop() }
+        let container = makeContainer(HTTPClientTransport(), baseURL: "http://127.0.0.1:\(server.port)")
+        let task = Task { try await container.privateCloudDatabase.allRecordZones() }
+        try await server.requestReceived.next("the request at the server")
+        task.cancel()
+        let error = try await #require(throws: NimbusError.self) { try await withTimeout { try await task.value } }
+        #expect(error.code == .operationCancelled)
+    }
+}
