@@ -181,3 +181,56 @@ struct PushClientTests {
         #expect(zones == ["A", "B"])
     }
 }
+
+@Suite("Notification collection")
+struct NotificationCollectionTests {
+    @Test func readsPagesOfNotificationsAndMarksThemRead() async throws {
+        let payload: JSON = [
+            "aps": ["content-available": 1],
+            "ck": ["cid": "c", "nid": "n1", "fet": ["dbs": 2, "sid": "reading-list", "zid": "ReadingList"]],
+        ]
+        let transport = TestTransport { request in
+            if request.url.path.hasSuffix("notifications/markRead") {
+                return .json([
+                    "notifications": [
+                        ["notificationID": "n1", "isRead": true],
+                        ["notificationID": "zz", "serverErrorCode": "NOT_FOUND", "reason": "no such notification"],
+                    ]
+                ])
+            }
+            return .json([
+                "notifications": [
+                    [
+                        "notificationID": "n1", "notificationType": "zone", "subscriptionID": "reading-list",
+                        "databaseScope": "private", "zoneID": ["zoneName": "ReadingList", "ownerRecordName": "_u1"],
+                        "isRead": false, "createdTimestamp": 1_700_000_000_000, "payload": payload,
+                    ]
+                ],
+                "syncToken": "nt-1", "moreComing": false,
+            ])
+        }
+        let container = makeContainer(transport)
+        let page = try await container.notificationChanges(since: nil, resultsLimit: 50)
+        let notification = try #require(page.notifications.first)
+        #expect(notification.kind == .recordZone)
+        #expect(notification.notificationID == "n1")
+        #expect(notification.subscriptionID == "reading-list")
+        #expect(notification.databaseScope == .private)
+        #expect(notification.recordZoneID?.zoneName == "ReadingList")
+        #expect(!notification.isRead)
+        #expect(notification.creationDate == Date(timeIntervalSince1970: 1_700_000_000))
+        #expect(!page.moreComing)
+        #expect(transport.bodies.first?["resultsLimit"] == 50)
+
+        let marks = try await container.markNotificationsRead(["n1", "zz"])
+        #expect((try? marks["n1"]?.get()) != nil)
+        #expect(marks["zz"].flatMap { try? $0.failureValue }?.code == .unknownItem)
+        #expect(transport.bodies.last?["notificationIDs"] == ["n1", "zz"])
+    }
+
+    @Test func aCatchUpPushSaysHowManyItStandsFor() throws {
+        let notification = try PushNotification(payload: Data(
+            #"{"aps":{"content-available":1},"ck":{"met":{"dbs":2,"sid":"db"}},"nimbus":{"coalesced":4}}"#.utf8))
+        #expect(notification.coalescedCount == 4)
+    }
+}

@@ -57,6 +57,13 @@ public struct PushNotification: Sendable, Hashable {
     public var badge: Int?
     public var soundName: String?
     public var category: String?
+    /// Whether the notification was marked read (in the notification collection).
+    public var isRead: Bool
+    /// When the server created the notification (in the notification collection).
+    public var creationDate: Date?
+    /// Nimbus extension: on connecting, a device that missed pushes gets the latest one with
+    /// the number of pushes it stands for; read the notification collection for the others.
+    public var coalescedCount: Int?
 
     /// Parses a payload's JSON text.
     public init(payload: Data) throws {
@@ -89,6 +96,8 @@ public struct PushNotification: Sendable, Hashable {
         default: break
         }
         recordFields = [:]
+        isRead = false
+        coalescedCount = payload["nimbus"]?["coalesced"]?.int64.map { Int($0) }
 
         let body: [String: JSON]
         if let query = ck["qry"]?.object {
