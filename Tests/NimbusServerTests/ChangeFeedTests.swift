@@ -127,6 +127,7 @@ struct ChangeFeedTests {
             _ = try await alice.createZone("Keep")
             _ = try await alice.createZone("Gone")
             _ = try await alice.modify("Gone", [op("create", "r")])
+            let oldGoneToken = try #require(try await alice.changes("Gone")["syncToken"]?.string)
             let metaToken = try #require(try await alice.post("zones/changes", [:])["metaSyncToken"]?.string)
             let dbToken = try #require(try await alice.post("changes/database", [:])["syncToken"]?.string)
 
@@ -150,9 +151,10 @@ struct ChangeFeedTests {
             let list = try await alice.get("zones/list")
             #expect(list.zones.compactMap { $0["zoneID"]?["zoneName"]?.string } == ["_defaultZone", "Keep"])
 
-            // Re-created, it is empty and old record tokens are expired.
+            // Re-created, it is empty, and a token of the deleted zone says that zone is gone.
             _ = try await alice.createZone("Gone")
             #expect(try await alice.changes("Gone").records.isEmpty)
+            #expect(try await alice.changes("Gone", since: oldGoneToken).serverErrorCode == "ZONE_NOT_FOUND")
         }
     }
 

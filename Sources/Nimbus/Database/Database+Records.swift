@@ -73,9 +73,13 @@ extension Database {
     ///   - savePolicy: see ``SavePolicy``.
     ///   - atomically: in custom zones, all of a zone's changes succeed or none do (items that
     ///     failed only for that reason get ``NimbusError/Code/batchRequestFailed``).
+    ///   - deleteChangeTags: change tags for some of the deletions: those are locked deletes,
+    ///     which fail with ``NimbusError/Code/serverRecordChanged`` (carrying the server's
+    ///     record) if the record changed since that version. Other deletions are forced.
     public func modifyRecords(
         saving recordsToSave: [Record] = [], deleting recordIDsToDelete: [Record.ID] = [],
-        savePolicy: SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
+        savePolicy: SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true,
+        deleteChangeTags: [Record.ID: String] = [:]
     ) async throws -> (
         saveResults: [Record.ID: Result<Record, NimbusError>], deleteResults: [Record.ID: Result<Void, NimbusError>]
     ) {
@@ -103,6 +107,12 @@ extension Database {
                 switch item {
                 case .save(let record): return record.modifyOperationJSON(policy: savePolicy)
                 case .delete(let id):
+                    if let tag = deleteChangeTags[id] {
+                        return .object([
+                            "operationType": "delete",
+                            "record": .object(["recordName": .string(id.recordName), "recordChangeTag": .string(tag)]),
+                        ])
+                    }
                     return .object([
                         "operationType": "forceDelete", "record": .object(["recordName": .string(id.recordName)]),
                     ])

@@ -73,10 +73,14 @@ extension SQLiteStore: RecordStore {
             let since = position?.version ?? 0
             if let position {
                 if position.incarnation != zoneState.incarnation {
+                    // The zone the token describes was deleted; the zone of that name now is a
+                    // new one. Answer as for a deleted zone, so clients recover the way they do
+                    // from a zone deletion (re-upload or drop their copies) instead of merely
+                    // refetching, which would silently lose what the old zone held.
                     throw CloudKitError(
-                        .changeTokenExpired,
-                        "the sync token belongs to an earlier incarnation of zone '\(zone)' (it was deleted and "
-                            + "created again); fetch the zone's changes again without a sync token",
+                        .zoneNotFound,
+                        "the zone '\(zone)' this sync token belongs to was deleted (a zone of that name was "
+                            + "created since); treat the zone as deleted, then fetch without a sync token",
                         zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner))
                 }
                 if position.version < zoneState.horizon {

@@ -36,7 +36,11 @@ extension SyncEngine {
             token = changes.changeToken
             if !changes.moreComing { break }
         }
-        for zone in lost { try await handleZoneLoss(zone) }
+        for zone in lost {
+            try await handleZoneLoss(zone)
+            // Another device may already have created it again.
+            try await fetchZone(zone)
+        }
         for zone in changed { try await fetchZone(zone) }
         let finalToken = token
         try await store.pool.write { db in
@@ -51,6 +55,7 @@ extension SyncEngine {
     func fetchZone(_ zone: String, reconcile forceReconcile: Bool = false) async throws {
         var token = forceReconcile ? nil : try await store.pool.read { db in try LocalStore.zoneToken(db, zone) }
         var reconciling = forceReconcile
+        var recoveredZone = false
         var seen = Set<String>()
         while true {
             let page: RecordZoneChanges
@@ -62,16 +67,29 @@ extension SyncEngine {
                 reconciling = true
                 seen = []
                 continue
-            } catch let error as NimbusError where error.code == .zoneNotFound {
+            } catch let error as NimbusError where error.code == .zoneNotFound && !recoveredZone {
+                // Gone, or deleted and created again by another device: recover our copies,
+                // then read whatever the zone holds now from the start.
                 try await handleZoneLoss(zone)
-                return
+                recoveredZone = true
+                token = nil
+                seen = []
+                continue
             }
-            if reconciling { seen.formUnion(page.modifications.map(\.id.recordName)) }
+            seen.formUnion(page.modifications.map(\.id.recordName))
+            seen.formUnion(page.deletions.map(\.recordID.recordName))
             try await apply(page, zone: zone)
             token = page.changeToken
             if !page.moreComing { break }
         }
-        if reconciling { try await reconcile(zone: zone, keeping: seen) }
+        if reconciling {
+            try await reconcile(zone: zone, keeping: seen)
+        } else {
+            // Copies this device learned from its own sends must have come back in the feed;
+            // one that did not was created and deleted since the token (the feed leaves
+            // those out), so it is gone from the server.
+            try await reconcile(zone: zone, keeping: seen, onlyUnconfirmed: true)
+        }
     }
 
     private func apply(_ page: RecordZoneChanges, zone: String) async throws {
@@ -83,9 +101,13 @@ extension SyncEngine {
             for record in page.modifications {
                 let name = record.id.recordName
                 let copy = try LocalStore.serverCopy(db, zone: zone, name: name)
-                if let copy, copy.tag == record.recordChangeTag { continue }  // our own change coming back
+                if let copy, copy.tag == record.recordChangeTag {
+                    // Our own change coming back: not a remote edit.
+                    try LocalStore.confirm(db, zone: zone, name: name)
+                    continue
+                }
                 let pending = try LocalStore.outboxEntry(db, zone: zone, name: name)
-                try LocalStore.putServerCopy(db, record)
+                try LocalStore.putServerCopy(db, record, fromFeed: true)
                 let serverFields = record.fieldDictionary
                 switch pending?.kind {
                 case .save?:
@@ -106,7 +128,16 @@ extension SyncEngine {
                             zoneName: zone, recordName: name, recordType: record.recordType, fields: merged,
                             serverChangeTag: record.recordChangeTag, isPending: !changedKeys.isEmpty))
                 case .delete?:
-                    continue  // the local delete is still to be sent, and wins
+                    // The record changed on the server after the version the user deleted
+                    // (or was created elsewhere under the same name): the newer edit wins.
+                    try LocalStore.removeOutbox(db, zone: zone, name: name)
+                    let resolution = FieldResolution(
+                        field: "(record)", winner: .server, lostValue: "deleted", policy: "edit beats a stale delete")
+                    conflicts.append(try LocalStore.logConflict(db, zone: zone, name: name, resolutions: [resolution]))
+                    saved.append(
+                        LocalRecord(
+                            zoneName: zone, recordName: name, recordType: record.recordType, fields: serverFields,
+                            serverChangeTag: record.recordChangeTag))
                 case nil:
                     saved.append(
                         LocalRecord(
@@ -133,9 +164,12 @@ extension SyncEngine {
         if !saved.isEmpty || !deleted.isEmpty { emit(.fetched(zone: zone, saved: saved, deleted: deleted)) }
     }
 
-    private func reconcile(zone: String, keeping seen: Set<String>) async throws {
+    private func reconcile(zone: String, keeping seen: Set<String>, onlyUnconfirmed: Bool = false) async throws {
         let removed = try await store.pool.write { db in
-            let local = try String.fetchAll(db, sql: "SELECT name FROM nimbus_records WHERE zone = ?", arguments: [zone])
+            let local =
+                onlyUnconfirmed
+                ? try LocalStore.unconfirmed(db, zone: zone)
+                : try String.fetchAll(db, sql: "SELECT name FROM nimbus_records WHERE zone = ?", arguments: [zone])
             var removed: [String] = []
             for name in local where !seen.contains(name) {
                 try LocalStore.removeServerCopy(db, zone: zone, name: name)

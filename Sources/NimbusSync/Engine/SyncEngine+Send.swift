@@ -44,14 +44,16 @@ extension SyncEngine {
         // Build the SDK records from the server copy each change is based on.
         let (saves, deletes, moot) = try await store.pool.read { db in
             var saves: [Nimbus.Record] = []
-            var deletes: [Nimbus.Record.ID] = []
+            var deletes: [Nimbus.Record.ID: String] = [:]
             var moot: [PendingChange] = []
             for change in batch {
                 let id = Nimbus.Record.ID(recordName: change.recordName, zoneID: zoneID)
                 let copy = try LocalStore.serverCopy(db, zone: zone, name: change.recordName)
                 switch change.kind {
                 case .delete:
-                    if copy == nil { moot.append(change) } else { deletes.append(id) }
+                    // Locked to the version the user deleted; a delete of a record that never
+                    // reached the server has nothing to send.
+                    if copy != nil, let base = change.baseChangeTag { deletes[id] = base } else { moot.append(change) }
                 case .save:
                     var record: Nimbus.Record
                     if let copy {
@@ -82,9 +84,10 @@ extension SyncEngine {
         let results = try await retrying { try await self.service.modify(saving: saves, deleting: deletes) }
         let revisions = Dictionary(uniqueKeysWithValues: batch.map { ($0.recordName, $0.revision) })
         let rules = configuration
-        let (sentSaved, sentDeleted, failures, conflicts, newlySkipped, retryableDelay, zoneLost) = try await store.pool.write { db in
+        let (sentSaved, sentDeleted, failures, conflicts, newlySkipped, retryableDelay, zoneLost, restored) = try await store.pool.write { db in
             var retryableDelay: Duration?
             var zoneLost = false
+            var restored: [LocalRecord] = []
             var sentSaved: [String] = []
             var sentDeleted: [String] = []
             var failures: [SyncEvent.SendFailure] = []
@@ -95,7 +98,7 @@ extension SyncEngine {
                 guard let revision = revisions[name] else { continue }
                 switch result {
                 case .success(let saved):
-                    try LocalStore.putServerCopy(db, saved)
+                    try LocalStore.putServerCopy(db, saved, fromFeed: false)
                     try LocalStore.clearOutbox(db, zone: zone, name: name, revision: revision)
                     if let pending = try LocalStore.outboxEntry(db, zone: zone, name: name), pending.kind == .save {
                         // Edited again while in flight: what remains to send is measured from the new copy.
@@ -116,7 +119,7 @@ extension SyncEngine {
                         let (merged, resolutions) = ThreeWayMerge.merge(
                             ancestor: copy?.fields ?? [:], local: pending.fields, server: serverFields,
                             rules: rules.rules(for: server.recordType))
-                        try LocalStore.putServerCopy(db, server)
+                        try LocalStore.putServerCopy(db, server, fromFeed: false)
                         let changed = Set(merged.keys).union(serverFields.keys).filter { merged[$0] != serverFields[$0] }
                         if changed.isEmpty {
                             try LocalStore.removeOutbox(db, zone: zone, name: name)
@@ -157,6 +160,19 @@ extension SyncEngine {
                     try LocalStore.removeServerCopy(db, zone: zone, name: name)
                     try LocalStore.clearOutbox(db, zone: zone, name: name, revision: revision)
                     sentDeleted.append(name)
+                case .failure(let error) where error.code == .serverRecordChanged && error.serverRecord != nil:
+                    // Changed on the server since this device saw it: the newer edit beats the
+                    // delete. Keep the server's record and drop the delete.
+                    let server = error.serverRecord!
+                    try LocalStore.putServerCopy(db, server, fromFeed: false)
+                    try LocalStore.clearOutbox(db, zone: zone, name: name, revision: revision)
+                    let resolution = FieldResolution(
+                        field: "(record)", winner: .server, lostValue: "deleted", policy: "edit beats a stale delete")
+                    conflicts.append(try LocalStore.logConflict(db, zone: zone, name: name, resolutions: [resolution]))
+                    restored.append(
+                        LocalRecord(
+                            zoneName: zone, recordName: name, recordType: server.recordType,
+                            fields: server.fieldDictionary, serverChangeTag: server.recordChangeTag))
                 case .failure(let error):
                     if error.code == .zoneNotFound {
                         zoneLost = true
@@ -168,10 +184,11 @@ extension SyncEngine {
                     }
                 }
             }
-            return (sentSaved, sentDeleted, failures, conflicts, newlySkipped, retryableDelay, zoneLost)
+            return (sentSaved, sentDeleted, failures, conflicts, newlySkipped, retryableDelay, zoneLost, restored)
         }
         for name in newlySkipped { skipped.insert(Key(zone: zone, name: name)) }
         for conflict in conflicts { emit(.conflictResolved(conflict)) }
+        if !restored.isEmpty { emit(.fetched(zone: zone, saved: restored, deleted: [])) }
         if !sentSaved.isEmpty || !sentDeleted.isEmpty || !failures.isEmpty {
             emit(.sent(saved: sentSaved, deleted: sentDeleted, failed: failures))
         }

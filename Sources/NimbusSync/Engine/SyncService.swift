@@ -9,7 +9,9 @@ public protocol SyncService: Sendable {
     func saveSubscription(_ subscription: Subscription) async throws
     func databaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges
     func zoneChanges(_ zone: String, since token: ServerChangeToken?) async throws -> RecordZoneChanges
-    func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID]) async throws -> (
+    /// Saves with locked semantics; each deletion carries the change tag of the copy the
+    /// device saw, so a delete loses to a newer edit.
+    func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
         saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>],
         deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>]
     )
@@ -43,11 +45,12 @@ public struct DatabaseSyncService: SyncService {
         try await database.recordZoneChanges(inZoneWith: ZoneID(zoneName: zone), since: token)
     }
 
-    public func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID]) async throws -> (
+    public func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
         saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>],
         deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>]
     ) {
         try await database.modifyRecords(
-            saving: saving, deleting: deleting, savePolicy: .ifServerRecordUnchanged, atomically: false)
+            saving: saving, deleting: Array(deleting.keys), savePolicy: .ifServerRecordUnchanged, atomically: false,
+            deleteChangeTags: deleting)
     }
 }

@@ -42,6 +42,8 @@ public struct PendingChange: Sendable, Hashable {
     public var fields: [String: FieldValue]
     /// Fields the device changed since the server copy.
     public var changedKeys: Set<String>
+    /// For deletes: the server version the user deleted (nil if it never reached the server).
+    public var baseChangeTag: String?
     /// Bumped on every local change, so a send only clears the entry it actually sent.
     public var revision: Int64
 }

@@ -59,13 +59,29 @@ extension LocalStore {
         }
     }
 
-    static func putServerCopy(_ db: GRDB.Database, _ record: Nimbus.Record) throws {
+    /// Stores the server's copy of a record. `fromFeed` is false for copies learned from a
+    /// send or a conflict; see the `unconfirmed` column.
+    static func putServerCopy(_ db: GRDB.Database, _ record: Nimbus.Record, fromFeed: Bool) throws {
         try db.execute(
-            sql: "INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system) VALUES (?, ?, ?, ?, ?, ?)",
+            sql: """
+                INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system, unconfirmed)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
             arguments: [
                 record.id.zoneID.zoneName, record.id.recordName, record.recordType, record.recordChangeTag ?? "",
-                record.fieldDictionary.jsonText, record.encodeSystemFields(),
+                record.fieldDictionary.jsonText, record.encodeSystemFields(), !fromFeed,
             ])
+    }
+
+    static func confirm(_ db: GRDB.Database, zone: String, name: String) throws {
+        try db.execute(
+            sql: "UPDATE nimbus_records SET unconfirmed = 0 WHERE zone = ? AND name = ? AND unconfirmed = 1",
+            arguments: [zone, name])
+    }
+
+    static func unconfirmed(_ db: GRDB.Database, zone: String) throws -> [String] {
+        try String.fetchAll(
+            db, sql: "SELECT name FROM nimbus_records WHERE zone = ? AND unconfirmed = 1", arguments: [zone])
     }
 
     static func removeServerCopy(_ db: GRDB.Database, zone: String, name: String) throws {
@@ -132,7 +148,8 @@ extension Outbox {
         return PendingChange(
             zoneName: row["zone"], recordName: row["name"],
             kind: PendingChange.Kind(rawValue: row["kind"]) ?? .save, recordType: row["type"],
-            fields: try [String: FieldValue](jsonText: row["fields"]), changedKeys: Set(keys), revision: row["revision"])
+            fields: try [String: FieldValue](jsonText: row["fields"]), changedKeys: Set(keys),
+            baseChangeTag: row["base_tag"], revision: row["revision"])
     }
 
     /// Rewrites a pending save after a merge, without bumping its revision.

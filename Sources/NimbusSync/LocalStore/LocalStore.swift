@@ -39,6 +39,10 @@ public final class LocalStore: Sendable {
                         tag TEXT NOT NULL,
                         fields TEXT NOT NULL,
                         system BLOB NOT NULL,
+                        -- 1 when this copy came from a send (or a conflict) rather than the zone's change
+                        -- feed: the next complete fetch must return it, or it was created and deleted since
+                        -- the device's token (which the feed leaves out).
+                        unconfirmed INTEGER NOT NULL DEFAULT 0,
                         PRIMARY KEY (zone, name)
                     ) WITHOUT ROWID;
                     CREATE TABLE nimbus_outbox (
@@ -48,6 +52,9 @@ public final class LocalStore: Sendable {
                         type TEXT NOT NULL,
                         fields TEXT NOT NULL,
                         changed_keys TEXT NOT NULL,
+                        -- for deletes: the change tag of the version the user deleted (NULL if it
+                        -- never reached the server); the delete is locked to it
+                        base_tag TEXT,
                         revision INTEGER NOT NULL,
                         enqueued_at INTEGER NOT NULL,
                         PRIMARY KEY (zone, name)

@@ -24,30 +24,32 @@ public struct Outbox {
 
     /// Queues a deletion.
     public func delete(zone: String, recordName: String) throws {
+        let baseTag = try String.fetchOne(
+            db, sql: "SELECT tag FROM nimbus_records WHERE zone = ? AND name = ?", arguments: [zone, recordName])
         let type =
             try String.fetchOne(
                 db, sql: "SELECT type FROM nimbus_outbox WHERE zone = ? AND name = ?", arguments: [zone, recordName])
             ?? String.fetchOne(
                 db, sql: "SELECT type FROM nimbus_records WHERE zone = ? AND name = ?", arguments: [zone, recordName])
             ?? ""
-        try upsert(zone: zone, name: recordName, kind: .delete, type: type, fields: [:], changedKeys: [])
+        try upsert(zone: zone, name: recordName, kind: .delete, type: type, fields: [:], changedKeys: [], baseTag: baseTag)
     }
 
     func upsert(
         zone: String, name: String, kind: PendingChange.Kind, type: String, fields: [String: FieldValue],
-        changedKeys: Set<String>
+        changedKeys: Set<String>, baseTag: String? = nil
     ) throws {
         let keysJSON = JSON.array(changedKeys.sorted().map { .string($0) }).serialized()
         try db.execute(
             sql: """
-                INSERT INTO nimbus_outbox (zone, name, kind, type, fields, changed_keys, revision, enqueued_at)
-                VALUES (?, ?, ?, ?, ?, ?, 1, ?)
+                INSERT INTO nimbus_outbox (zone, name, kind, type, fields, changed_keys, base_tag, revision, enqueued_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
                 ON CONFLICT(zone, name) DO UPDATE SET
                     kind = excluded.kind, type = excluded.type, fields = excluded.fields,
-                    changed_keys = excluded.changed_keys, revision = revision + 1
+                    changed_keys = excluded.changed_keys, base_tag = excluded.base_tag, revision = revision + 1
                 """,
             arguments: [
-                zone, name, kind.rawValue, type, fields.jsonText, keysJSON,
+                zone, name, kind.rawValue, type, fields.jsonText, keysJSON, baseTag,
                 Int64(Date().timeIntervalSince1970 * 1000),
             ])
     }

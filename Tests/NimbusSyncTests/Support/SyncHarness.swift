@@ -70,7 +70,7 @@ final class FaultyService: SyncService {
         try enter("zoneChanges:\(zone)")
         return try await base.zoneChanges(zone, since: token)
     }
-    func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID]) async throws -> (
+    func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
         saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>],
         deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>]
     ) {
