@@ -94,8 +94,10 @@ extension SQLiteStore {
         }
     }
 
-    /// Zones whose `column` version is after `since`, in version order. A zone created and
-    /// deleted since the token is left out; with no token, deleted zones are.
+    /// Zones whose `column` version is after `since`, in version order. With no token,
+    /// deleted zones are left out. A zone created and deleted since the token is reported as
+    /// deleted: unlike records, zones are often created by the very client that reads the
+    /// feed (in its own recovery), which must learn that its zone is gone again.
     private func zoneFeed(
         column: String, since: Int64, limit: Int, in database: DatabaseKey, token: @escaping @Sendable (Int64) -> String
     ) async throws -> ZoneChangesPage {
@@ -112,10 +114,10 @@ extension SQLiteStore {
                 db,
                 sql: """
                     SELECT * FROM zones WHERE db = ? AND \(column) > ?
-                      AND NOT (deleted = 1 AND (incarnation > ? OR ? = 0))
+                      AND NOT (deleted = 1 AND ? = 0)
                     ORDER BY \(column) LIMIT ?
                     """,
-                arguments: [dbRow.id, since, since, since, limit + 1])
+                arguments: [dbRow.id, since, since, limit + 1])
             let moreComing = rows.count > limit
             let zones = rows.prefix(limit).map(Self.zoneState)
             let last: Int64 = moreComing ? rows[limit - 1][column] : max(since, dbRow.version)

@@ -34,7 +34,7 @@ extension SyncEngine {
             } catch let error as NimbusError where error.code == .limitExceeded && batch.count > 1 {
                 batchLimit = max(1, batch.count / 2)
             } catch let error as NimbusError where error.code == .zoneNotFound {
-                try await handleZoneLoss(first.zoneName)
+                try await recoverLostZone(first.zoneName)
             }
         }
     }
@@ -192,7 +192,15 @@ extension SyncEngine {
         if !sentSaved.isEmpty || !sentDeleted.isEmpty || !failures.isEmpty {
             emit(.sent(saved: sentSaved, deleted: sentDeleted, failed: failures))
         }
-        if zoneLost { try await handleZoneLoss(zone) }
+        if zoneLost { try await recoverLostZone(zone) }
         if let retryableDelay { try await Task.sleep(for: retryableDelay) }
+    }
+
+    /// A send found its zone gone: recover the copies, then read the zone from the start so
+    /// the device holds a token of the zone as it is now (a later deletion of it is then
+    /// detected, not mistaken for ordinary changes).
+    private func recoverLostZone(_ zone: String) async throws {
+        try await handleZoneLoss(zone)
+        try await fetchZone(zone)
     }
 }
