@@ -1,4 +1,10 @@
-// The shared value model (FieldValue, ZoneID, Reference, Location, …) is part of this
-// module's API: an app imports `Nimbus` alone. `Nimbus.Record` shadows the wire-level
-// `NimbusProtocol.Record` for code that imports `Nimbus`.
-@_exported import NimbusProtocol
+// The value types of the shared model that the SDK's API uses are part of this module's API,
+// so an app imports `Nimbus` alone. The rest of NimbusProtocol (its wire-level `Record`, the
+// codec's readers) stays out of an app's namespace.
+@_exported import enum NimbusProtocol.FieldType
+@_exported import enum NimbusProtocol.FieldValue
+@_exported import enum NimbusProtocol.JSON
+@_exported import struct NimbusProtocol.Location
+@_exported import struct NimbusProtocol.Reference
+@_exported import enum NimbusProtocol.ServerErrorCode
+@_exported import struct NimbusProtocol.ZoneID

@@ -154,8 +154,8 @@ struct PartialFailureTests {
             .json([
                 "records": [
                     serverRecordJSON("ok", tag: "t9"),
-                    CloudKitError(.badRequest, "field 'x' too big", recordName: "bad").wireJSON(uuid: "u"),
-                    CloudKitError(.notFound, "gone", recordName: "missing").wireJSON(uuid: "u"),
+                    wireError(.badRequest, "field 'x' too big", recordName: "bad"),
+                    wireError(.notFound, "gone", recordName: "missing"),
                 ]
             ])
         ])
@@ -184,7 +184,7 @@ struct PartialFailureTests {
         mine["title"] = "Mine"
 
         let serverCopy = serverRecordJSON("r1", tag: "v2", fields: ["title": "Theirs", "note": "n"], zone: "ReadingList")
-        var conflict = CloudKitError(.conflict, "the record changed", recordName: "r1").wireJSON(uuid: "u")
+        var conflict = wireError(.conflict, "the record changed", recordName: "r1")
         if case .object(var members) = conflict {
             members["serverRecord"] = serverCopy
             conflict = .object(members)
@@ -211,7 +211,7 @@ struct PartialFailureTests {
 
     @Test func creatingARecordThatExistsIsAServerRecordChange() async throws {
         let transport = TestTransport(responses: [
-            .json(["records": [CloudKitError(.exists, "exists", recordName: "r1").wireJSON(uuid: "u")]])
+            .json(["records": [wireError(.exists, "exists", recordName: "r1")]])
         ])
         let record = Record(recordType: "Bookmark", recordID: Record.ID(recordName: "r1", zoneID: zone))
         let error = try await #require(throws: NimbusError.self) {
@@ -226,8 +226,8 @@ struct PartialFailureTests {
         let transport = TestTransport(responses: [
             .json([
                 "records": [
-                    CloudKitError(.atomicError, "another failed", recordName: "a").wireJSON(uuid: "u"),
-                    CloudKitError(.conflict, "changed", recordName: "b").wireJSON(uuid: "u"),
+                    wireError(.atomicError, "another failed", recordName: "a"),
+                    wireError(.conflict, "changed", recordName: "b"),
                 ]
             ])
         ])

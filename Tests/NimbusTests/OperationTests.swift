@@ -11,7 +11,7 @@ struct OperationTests {
             .json([
                 "records": [
                     serverRecordJSON("ok", zone: "ReadingList"),
-                    CloudKitError(.conflict, "changed", recordName: "stale").wireJSON(uuid: "u"),
+                    wireError(.conflict, "changed", recordName: "stale"),
                 ]
             ])
         ])

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// One page of the signed-in user's notification collection.
 public struct NotificationChanges: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// A Nimbus container: where an app's data lives on a server, and how to reach it.
 /// The SDK's counterpart of `CKContainer`.
@@ -32,9 +33,14 @@ public struct Container: Sendable {
     public var requestTimeout: Duration
 
     /// - Parameters:
+    ///   - identifier: the container identifier (`iCloud.com.example.app`).
+    ///   - environment: development (the default) or production.
+    ///   - baseURL: the server (`https://sync.example.com`).
+    ///   - credentials: an API token and the user's web auth token, or a server-to-server key.
     ///   - deviceID: defaults to a new UUID; pass a persisted one so the server recognises
     ///     this device across launches.
     ///   - transport: defaults to ``HTTPClientTransport``.
+    ///   - requestTimeout: how long one request may take.
     public init(
         identifier: String, environment: Environment = .development, baseURL: URL, credentials: Credentials,
         deviceID: String = UUID().uuidString, transport: (any Transport)? = nil, requestTimeout: Duration = .seconds(60)

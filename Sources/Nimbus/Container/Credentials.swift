@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NimbusProtocol
 
 /// How requests authenticate: an API token (plus a user's web auth token for private and
 /// shared data), or a server-to-server key that signs each request (public database only).
@@ -19,8 +20,10 @@ public struct Credentials: Sendable {
 
     /// A server-to-server key: requests are signed with the P-256 private key whose public
     /// half was registered on the server under `keyID`.
-    /// - Parameter privateKeyPEM: the private key in PEM form (`-----BEGIN EC PRIVATE KEY-----`
-    ///   or PKCS#8 `-----BEGIN PRIVATE KEY-----`).
+    /// - Parameters:
+    ///   - keyID: the key's ID on the server.
+    ///   - privateKeyPEM: the private key in PEM form (`-----BEGIN EC PRIVATE KEY-----`
+    ///     or PKCS#8 `-----BEGIN PRIVATE KEY-----`).
     public static func serverToServerKey(keyID: String, privateKeyPEM: String) throws -> Credentials {
         do {
             let key = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)

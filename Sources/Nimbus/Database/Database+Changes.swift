@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// One page of a zone's record changes since a token.
 public struct RecordZoneChanges: Sendable {
     /// A record deleted since the token.

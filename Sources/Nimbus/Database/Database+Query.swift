@@ -1,7 +1,13 @@
+import NimbusProtocol
+
 extension Database {
     /// Records matching a query (`records/query`), each with its own result, and a cursor
     /// when more matched than were returned.
-    /// - Parameter zoneID: the zone to search; `nil` searches every zone of the database.
+    /// - Parameters:
+    ///   - query: what to match.
+    ///   - zoneID: the zone to search; `nil` searches every zone of the database.
+    ///   - desiredKeys: the fields to return; all when `nil`.
+    ///   - resultsLimit: the most records to return; the server's page size when `nil`.
     public func records(
         matching query: Query, inZoneWith zoneID: ZoneID? = nil, desiredKeys: [String]? = nil, resultsLimit: Int? = nil
     ) async throws -> (matchResults: [(Record.ID, Result<Record, NimbusError>)], queryCursor: QueryCursor?) {

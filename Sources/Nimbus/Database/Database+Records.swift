@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 extension Database {
     /// Fetches one record.
     /// - Throws: ``NimbusError/Code/unknownItem`` when it does not exist.
@@ -11,7 +13,9 @@ extension Database {
 
     /// Fetches records, each with its own result (missing records fail with
     /// ``NimbusError/Code/unknownItem``). One request per zone.
-    /// - Parameter desiredKeys: the fields to fetch; all when `nil`.
+    /// - Parameters:
+    ///   - recordIDs: the records to fetch, from any zones.
+    ///   - desiredKeys: the fields to fetch; all when `nil`.
     public func records(
         for recordIDs: [Record.ID], desiredKeys: [String]? = nil
     ) async throws -> [Record.ID: Result<Record, NimbusError>] {
@@ -70,6 +74,8 @@ extension Database {
     /// zone's items' result, so results of the other zones are not lost.
     ///
     /// - Parameters:
+    ///   - recordsToSave: records to create or change.
+    ///   - recordIDsToDelete: records to delete, whatever their change tags.
     ///   - savePolicy: see ``SavePolicy``.
     ///   - atomically: in custom zones, all of a zone's changes succeed or none do (items that
     ///     failed only for that reason get ``NimbusError/Code/batchRequestFailed``).

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 extension Database {
     /// Sends one CloudKit Web Services request and returns the parsed response body.

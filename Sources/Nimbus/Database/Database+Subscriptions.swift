@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 extension Database {
     /// Every subscription of the database (`subscriptions/list`).
     public func allSubscriptions() async throws -> [Subscription] {

@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 extension Database {
     /// Every zone of the database (`zones/list`).
     public func allRecordZones() async throws -> [RecordZone] {

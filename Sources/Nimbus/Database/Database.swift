@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// One database of a container: the public database, or the signed-in user's private or
 /// shared database. The SDK's counterpart of `CKDatabase`.

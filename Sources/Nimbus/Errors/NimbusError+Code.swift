@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 extension NimbusError {
     /// The kind of failure. Named after CloudKit's `CKError.Code` so that ported code reads
     /// the same; a struct rather than an enum so new codes don't break `switch` statements.

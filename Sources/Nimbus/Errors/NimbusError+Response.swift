@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 extension NimbusError {
     /// A response that parsed as JSON but not as the CloudKit shape the SDK expected.
     static func malformedResponse(_ detail: String) -> NimbusError {

@@ -1,9 +1,12 @@
 import Foundation
+import NimbusProtocol
 
 extension NimbusError.Code {
     /// The SDK code for a CloudKit Web Services `serverErrorCode`.
     ///
-    /// - Parameter aboutZone: TRY_AGAIN_LATER that names a zone means the zone is busy.
+    /// - Parameters:
+    ///   - serverErrorCode: the wire code.
+    ///   - aboutZone: TRY_AGAIN_LATER that names a zone means the zone is busy.
     public init(serverErrorCode: ServerErrorCode, aboutZone: Bool = false) {
         switch serverErrorCode {
         case .accessDenied: self = .permissionFailure

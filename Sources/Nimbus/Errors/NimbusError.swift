@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// The one error type of the Nimbus SDK: a CloudKit-style ``Code``, a message, and what the
 /// client needs to act on it.

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// A push notification from a subscription, parsed from the Apple-shaped payload the server
 /// pushes: `{"aps": {…}, "ck": {"cid", "nid", "ckuserid", "qry" | "fet" | "met": {…}}}`.

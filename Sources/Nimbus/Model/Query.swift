@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// A query: a record type, filters (all must hold) and sort order. Run it with
 /// ``Database/records(matching:inZoneWith:desiredKeys:resultsLimit:)`` or a ``QueryOperation``.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 extension Record {
     /// Encodes the record's identity and system fields (type, change tag, creation and

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 extension Record {
     /// A record decoded from the wire, placed in `zoneID` (the zone the request was about).

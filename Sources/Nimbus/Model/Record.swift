@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// A record: a typed dictionary of fields with an identity, a type and the system fields the
 /// server maintains. The SDK's counterpart of `CKRecord`.

@@ -1,7 +1,8 @@
 import Foundation
+import NimbusProtocol
 
 /// A Swift type that can be stored in a record field: `String`, `Int`, `Int64`, `Double`,
-/// `Bool`, `Date`, `Data`, ``Location``, ``Reference``, ``FieldValue`` itself, and arrays of
+/// `Bool`, `Date`, `Data`, `Location`, `Reference`, `FieldValue` itself, and arrays of
 /// the scalar ones.
 public protocol RecordValue: Sendable {
     /// Converts a field value; `nil` when it holds another type.

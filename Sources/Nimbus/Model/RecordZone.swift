@@ -1,7 +1,9 @@
+import NimbusProtocol
+
 /// A record zone: a named group of records with its own change feed and, in a private
 /// database, atomic commits.
 public struct RecordZone: Sendable, Hashable, Identifiable {
-    /// A zone's identity: its name and owner (``NimbusProtocol/ZoneID``).
+    /// A zone's identity: its name and owner (`ZoneID`).
     public typealias ID = ZoneID
 
     public let zoneID: ZoneID

@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 extension Reference {
     /// A reference to a record. The zone is left out of the wire form when it is the
     /// referring record's zone, as CloudKit requires references to stay within a zone.

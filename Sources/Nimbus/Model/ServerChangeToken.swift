@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// An opaque position in a change feed (a zone's records, a database's zones). Persist it
 /// (it is `Codable`) and pass it back to fetch only what changed since.
 public struct ServerChangeToken: Sendable, Hashable, Codable, CustomStringConvertible {

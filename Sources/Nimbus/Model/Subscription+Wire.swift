@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 extension Subscription {
     /// The subscription dictionary of `subscriptions/modify`.
     var wireJSON: JSON {

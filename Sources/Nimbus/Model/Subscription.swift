@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// A standing request for push notifications when data changes: on records matching a
 /// query, on anything in a zone, or on anything in the database.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// The base of the operation API: an asynchronous `Foundation.Operation` that works against
 /// a ``database``. The SDK's counterpart of `CKDatabaseOperation`.

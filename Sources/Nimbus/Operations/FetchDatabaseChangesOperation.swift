@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// Fetches which zones changed, were deleted or purged since a token. The SDK's counterpart
 /// of `CKFetchDatabaseChangesOperation`; follow it with a ``FetchRecordZoneChangesOperation``
 /// for the changed zones only.

@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// Fetches the changes of one or more zones since their tokens, reporting each changed and
 /// deleted record and each zone's new token. The SDK's counterpart of
 /// `CKFetchRecordZoneChangesOperation`, and the heart of a sync.

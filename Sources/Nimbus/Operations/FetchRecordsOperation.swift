@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// Fetches records by ID, reporting each. The SDK's counterpart of `CKFetchRecordsOperation`.
 public final class FetchRecordsOperation: DatabaseOperation, @unchecked Sendable {
     @Guarded public var recordIDs: [Record.ID]?

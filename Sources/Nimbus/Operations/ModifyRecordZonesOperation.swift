@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// Creates and deletes zones, reporting each. The SDK's counterpart of
 /// `CKModifyRecordZonesOperation`.
 public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {

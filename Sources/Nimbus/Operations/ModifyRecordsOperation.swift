@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// Saves and deletes records, reporting each item. The SDK's counterpart of
 /// `CKModifyRecordsOperation`.
 ///

@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// Saves and deletes subscriptions, reporting each. The SDK's counterpart of
 /// `CKModifySubscriptionsOperation`.
 public final class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable {

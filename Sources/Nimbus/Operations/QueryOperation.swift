@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// Runs a query, reporting each matching record, and ends with a cursor when more matched.
 /// The SDK's counterpart of `CKQueryOperation`.
 public final class QueryOperation: DatabaseOperation, @unchecked Sendable {

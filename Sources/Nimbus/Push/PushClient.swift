@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// What happens on the push channel.
 public enum PushEvent: Sendable {
@@ -42,6 +43,8 @@ public struct PushClient: Sendable {
         maxAttempts: .max, initialBackoff: .milliseconds(250), maximumBackoff: .seconds(30))
 
     /// - Parameters:
+    ///   - container: whose user's pushes to receive.
+    ///   - reconnectPolicy: the backoff between reconnection attempts.
     ///   - transport: defaults to ``WebSocketPushTransport``.
     ///   - sleep: how to wait between attempts (injectable for tests).
     ///   - random: jitter source, numbers in `0..<1`.

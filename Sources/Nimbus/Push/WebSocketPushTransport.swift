@@ -1,7 +1,8 @@
 import Foundation
 import HTTPTypes
-import NIOWebSocket
 import Logging
+import NIOWebSocket
+import NimbusProtocol
 import WSClient
 
 /// The default ``PushTransport``: a WebSocket (swift-websocket), with pings to keep idle

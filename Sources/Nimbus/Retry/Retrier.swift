@@ -19,6 +19,7 @@ public struct Retrier: Sendable {
     private let onRetry: (@Sendable (_ failure: Int, _ error: NimbusError, _ delay: Duration) -> Void)?
 
     /// - Parameters:
+    ///   - policy: when to retry and how long to wait.
     ///   - sleep: how to wait (defaults to `Task.sleep`); must throw when the task is cancelled.
     ///   - random: a source of numbers in `0..<1` for jitter.
     ///   - onRetry: called before each wait, for logging.

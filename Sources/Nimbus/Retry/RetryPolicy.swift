@@ -33,6 +33,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The wait after failure number `failure` (1 for the first failure).
     ///
     /// - Parameters:
+    ///   - failure: which failure this is, counting from 1.
     ///   - error: when it carries ``NimbusError/retryAfter``, that is the wait (never less).
     ///   - random: a number in `0..<1` that places the wait within its jitter range.
     public func delay(afterFailure failure: Int, error: NimbusError? = nil, random: Double) -> Duration {

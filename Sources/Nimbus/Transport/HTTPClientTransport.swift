@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NimbusProtocol
 
 /// The default ``Transport``: AsyncHTTPClient (SwiftNIO), on Linux and Apple platforms.
 public struct HTTPClientTransport: Transport {

@@ -1,5 +1,6 @@
 import Foundation
 import Nimbus
+import NimbusProtocol
 
 /// A transport double: records every request and answers with a handler.
 final class TestTransport: Transport, Sendable {
@@ -107,4 +108,9 @@ func serverRecordJSON(
         modified: RecordStamp(timestamp: 1_700_000_001_000, userRecordName: "_u1", deviceID: "device-B"))
     record.zoneID = zone.map { ZoneID(zoneName: $0, ownerRecordName: "_u1") }
     return record.wireJSON()
+}
+
+/// A CloudKit error dictionary, as the server puts it in a response or in `records[]`.
+func wireError(_ code: ServerErrorCode, _ reason: String = "test", recordName: String? = nil) -> JSON {
+    CloudKitError(code, reason, recordName: recordName).wireJSON(uuid: "u")
 }
