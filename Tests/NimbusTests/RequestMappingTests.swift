@@ -101,6 +101,19 @@ struct RequestMappingTests {
         #expect(results.deleteResults.values.allSatisfy { (try? $0.get()) != nil })
     }
 
+    @Test func deletesWithAChangeTagAreLocked() async throws {
+        let transport = TestTransport { _ in
+            .json(["records": [["recordName": "a", "deleted": true], ["recordName": "b", "deleted": true]]])
+        }
+        let a = Record.ID(recordName: "a", zoneID: zone)
+        let b = Record.ID(recordName: "b", zoneID: zone)
+        _ = try await makeContainer(transport).privateCloudDatabase.modifyRecords(
+            deleting: [a, b], deleteChangeTags: [a: "t5"])
+        let operations = try #require(transport.bodies.first?["operations"]?.array)
+        #expect(operations[0] == ["operationType": "delete", "record": ["recordName": "a", "recordChangeTag": "t5"]])
+        #expect(operations[1] == ["operationType": "forceDelete", "record": ["recordName": "b"]])
+    }
+
     @Test func serverToServerRequestsAreSignedOverDateBodyHashAndPath() async throws {
         let key = P256.Signing.PrivateKey()
         let transport = TestTransport { _ in .json(["records": [serverRecordJSON("r1")]]) }

@@ -115,6 +115,28 @@ struct ServerIntegrationTests {
         }
     }
 
+    @Test func aLockedDeleteLosesToANewerEdit() async throws {
+        try await LiveServer.with { server in
+            let phone = try await server.container(user: "ana", device: "phone").privateCloudDatabase
+            let laptop = try await server.container(user: "ana", device: "laptop").privateCloudDatabase
+            try await phone.save(RecordZone(zoneID: readingList))
+            var record = Record(recordType: "Bookmark", recordID: Record.ID(recordName: "b1", zoneID: readingList))
+            record["title"] = "A"
+            let seen = try await phone.save(record)
+
+            var edited = try await laptop.record(for: record.id)
+            edited["title"] = "B"
+            try await laptop.save(edited)
+
+            let results = try await phone.modifyRecords(
+                deleting: [record.id], deleteChangeTags: [record.id: seen.recordChangeTag!])
+            let error = try #require(results.deleteResults[record.id].flatMap { try? $0.failureValue })
+            #expect(error.code == .serverRecordChanged)
+            #expect(error.serverRecord?["title"] == "B")
+            #expect(try await phone.record(for: record.id)["title"] == "B")
+        }
+    }
+
     @Test func zoneChangesPageCoalesceAndResumeFromTokens() async throws {
         try await LiveServer.with { server in
             let database = try await server.container(user: "ana").privateCloudDatabase

@@ -10,6 +10,9 @@ import NimbusProtocol
 public final class ModifyRecordsOperation: DatabaseOperation, @unchecked Sendable {
     @Guarded public var recordsToSave: [Record]?
     @Guarded public var recordIDsToDelete: [Record.ID]?
+    /// Change tags for some of ``recordIDsToDelete``: those deletions are locked and fail with
+    /// ``NimbusError/Code/serverRecordChanged`` if the record changed since that version.
+    @Guarded public var deleteChangeTags: [Record.ID: String] = [:]
     @Guarded public var savePolicy: SavePolicy = .ifServerRecordUnchanged
     /// All of a zone's changes succeed or none do (custom zones). Defaults to `true`.
     @Guarded public var isAtomic = true
@@ -39,7 +42,8 @@ public final class ModifyRecordsOperation: DatabaseOperation, @unchecked Sendabl
             var deleteResults: [Record.ID: Result<Void, NimbusError>] = [:]
             do {
                 (saveResults, deleteResults) = try await database.modifyRecords(
-                    saving: zoneSaves, deleting: zoneDeletes, savePolicy: savePolicy, atomically: isAtomic)
+                    saving: zoneSaves, deleting: zoneDeletes, savePolicy: savePolicy, atomically: isAtomic,
+                    deleteChangeTags: deleteChangeTags)
             } catch let error as NimbusError {
                 if error.code == .operationCancelled { return .failure(error) }
                 for record in zoneSaves { saveResults[record.id] = .failure(error.about(record.id)) }
