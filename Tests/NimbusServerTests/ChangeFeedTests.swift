@@ -42,6 +42,21 @@ struct ChangeFeedTests {
         }
     }
 
+    @Test func aRecordDeletedRecreatedAndDeletedAgainShowsAsDeletedToAReaderOfTheFirstIncarnation() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.user("alice")
+            _ = try await alice.createZone("Z")
+            _ = try await alice.modify("Z", [op("create", "r")])
+            let token = try #require(try await alice.changes("Z")["syncToken"]?.string)
+            _ = try await alice.modify("Z", [op("forceDelete", "r")])
+            _ = try await alice.modify("Z", [op("create", "r")])
+            _ = try await alice.modify("Z", [op("forceDelete", "r")])
+            let delta = try await alice.changes("Z", since: token)
+            #expect(delta.records.map { $0["recordName"]?.string } == ["r"])
+            #expect(delta.records.first?["deleted"] == true)
+        }
+    }
+
     @Test func pagingIsCompleteAndFreeOfDuplicatesWhileWritesContinue() async throws {
         try await TestServer.with { server in
             let alice = try await server.user("alice")

@@ -56,7 +56,7 @@ struct ConvergenceTests {
     }()
 
     /// Seeds that once found a bug.
-    static let replayedSeeds: [(Int, UInt64)] = [(3, 42), (2, 31676), (2, 63352), (2, 95028), (3, 150461), (3, 23757), (2, 221732)]
+    static let replayedSeeds: [(Int, UInt64)] = [(3, 42), (2, 31676), (2, 63352), (2, 95028), (3, 150461), (3, 23757), (2, 221732), (3, 1152036), (3, 3037158), (2, 28695763), (2, 30580885)]
 
     @Test(arguments: ConvergenceTests.schedules)
     func devicesConvergeAndNoEditIsLost(deviceCount: Int, seed: UInt64) async throws {

@@ -165,7 +165,9 @@ public struct ModifyPlanner: Sendable {
         let saved = StoredRecord(
             recordName: name, recordType: recordType, fieldsJSON: fieldsJSON,
             created: existing?.created ?? stamp, modified: stamp, version: version,
-            createdVersion: existing?.createdVersion ?? version, deleted: false)
+            // Over a tombstone, keep the name's first creation version: a reader whose token
+            // predates it may hold the old incarnation and must see a later deletion.
+            createdVersion: existing?.createdVersion ?? rows[name]?.createdVersion ?? version, deleted: false)
         stage(before: existing, after: saved)
         return .saved(saved)
     }
