@@ -107,27 +107,19 @@ extension SyncEngine {
                     continue
                 }
                 let pending = try LocalStore.outboxEntry(db, zone: zone, name: name)
-                try LocalStore.putServerCopy(db, record, fromFeed: true)
                 let serverFields = record.fieldDictionary
                 switch pending?.kind {
                 case .save?:
-                    let (merged, resolutions) = ThreeWayMerge.merge(
-                        ancestor: copy?.fields ?? [:], local: pending!.fields, server: serverFields,
-                        rules: rules.rules(for: record.recordType))
-                    let changedKeys = Set(merged.keys).union(serverFields.keys).filter { merged[$0] != serverFields[$0] }
-                    if changedKeys.isEmpty {
-                        try LocalStore.removeOutbox(db, zone: zone, name: name)
-                    } else {
-                        try Outbox.rewrite(db, zone: zone, name: name, fields: merged, changedKeys: changedKeys)
-                    }
-                    if !resolutions.isEmpty {
-                        conflicts.append(try LocalStore.logConflict(db, zone: zone, name: name, resolutions: resolutions))
-                    }
+                    let (merged, stillPending, conflict) = try LocalStore.rebase(
+                        db, pending: pending!, onto: record, previousCopy: copy,
+                        rules: rules.rules(for: record.recordType), fromFeed: true)
+                    if let conflict { conflicts.append(conflict) }
                     saved.append(
                         LocalRecord(
                             zoneName: zone, recordName: name, recordType: record.recordType, fields: merged,
-                            serverChangeTag: record.recordChangeTag, isPending: !changedKeys.isEmpty))
+                            serverChangeTag: record.recordChangeTag, isPending: stillPending))
                 case .delete?:
+                    try LocalStore.putServerCopy(db, record, fromFeed: true)
                     // The record changed on the server after the version the user deleted
                     // (or was created elsewhere under the same name): the newer edit wins.
                     try LocalStore.removeOutbox(db, zone: zone, name: name)
@@ -139,6 +131,7 @@ extension SyncEngine {
                             zoneName: zone, recordName: name, recordType: record.recordType, fields: serverFields,
                             serverChangeTag: record.recordChangeTag))
                 case nil:
+                    try LocalStore.putServerCopy(db, record, fromFeed: true)
                     saved.append(
                         LocalRecord(
                             zoneName: zone, recordName: name, recordType: record.recordType, fields: serverFields,

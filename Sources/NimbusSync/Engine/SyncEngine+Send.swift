@@ -113,22 +113,12 @@ extension SyncEngine {
                     switch error.code {
                     case .serverRecordChanged where error.serverRecord != nil:
                         let server = error.serverRecord!
-                        let copy = try LocalStore.serverCopy(db, zone: zone, name: name)
                         guard let pending = try LocalStore.outboxEntry(db, zone: zone, name: name) else { continue }
-                        let serverFields = server.fieldDictionary
-                        let (merged, resolutions) = ThreeWayMerge.merge(
-                            ancestor: copy?.fields ?? [:], local: pending.fields, server: serverFields,
-                            rules: rules.rules(for: server.recordType))
-                        try LocalStore.putServerCopy(db, server, fromFeed: false)
-                        let changed = Set(merged.keys).union(serverFields.keys).filter { merged[$0] != serverFields[$0] }
-                        if changed.isEmpty {
-                            try LocalStore.removeOutbox(db, zone: zone, name: name)
-                        } else {
-                            try Outbox.rewrite(db, zone: zone, name: name, fields: merged, changedKeys: changed)
-                        }
-                        if !resolutions.isEmpty {
-                            conflicts.append(try LocalStore.logConflict(db, zone: zone, name: name, resolutions: resolutions))
-                        }
+                        let (_, _, conflict) = try LocalStore.rebase(
+                            db, pending: pending, onto: server,
+                            previousCopy: try LocalStore.serverCopy(db, zone: zone, name: name),
+                            rules: rules.rules(for: server.recordType), fromFeed: false)
+                        if let conflict { conflicts.append(conflict) }
                     case .unknownItem:
                         // Gone from the server: send it again as a new record.
                         try LocalStore.removeServerCopy(db, zone: zone, name: name)

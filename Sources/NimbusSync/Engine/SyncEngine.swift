@@ -26,10 +26,11 @@ public actor SyncEngine {
     let service: any SyncService
 
     private var lock = AsyncLock()
-    private var fetchInFlight: Task<Void, any Error>?
-    private var fetchQueued: Task<Void, any Error>?
-    private var sendInFlight: Task<Void, any Error>?
-    private var sendQueued: Task<Void, any Error>?
+    private struct Runs {
+        var inFlight: Task<Void, any Error>?
+        var queued: Task<Void, any Error>?
+    }
+    private var runs: [Job: Runs] = [:]
     private var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
     private var pushTask: Task<Void, Never>?
 
@@ -96,37 +97,18 @@ public actor SyncEngine {
 
     // MARK: - Coalesced triggers
 
+    /// Work that triggers coalesce into: at most one run in flight and one queued behind it.
+    enum Job: Hashable { case fetch, send }
+
     /// Fetches database changes, then the changed zones. If a fetch is running, this waits
     /// for one follow-up fetch (shared by every trigger that arrives meanwhile).
     public func fetchChanges() async throws {
-        try await scheduledFetch().value
+        try await scheduled(.fetch).value
     }
 
-    private func scheduledFetch() -> Task<Void, any Error> {
-        if let queued = fetchQueued { return queued }
-        if let running = fetchInFlight {
-            let task = Task {
-                _ = await running.result
-                try await self.runQueuedFetch()
-            }
-            fetchQueued = task
-            return task
-        }
-        let task = Task { try await self.runFetch() }
-        fetchInFlight = task
-        return task
-    }
-
-    private func runQueuedFetch() async throws {
-        fetchInFlight = fetchQueued
-        fetchQueued = nil
-        try await runFetch()
-    }
-
-    private func runFetch() async throws {
-        defer { if fetchQueued == nil { fetchInFlight = nil } }
-        fetchesRun += 1
-        try await withLock { try await self.fetchDatabase() }
+    /// Sends the outbox. Coalesces like ``fetchChanges()``.
+    public func sendChanges() async throws {
+        try await scheduled(.send).value
     }
 
     /// Fetches one zone's changes only (pull-to-refresh).
@@ -134,35 +116,35 @@ public actor SyncEngine {
         try await withLock { try await self.fetchZone(zone) }
     }
 
-    /// Sends the outbox. Coalesces like ``fetchChanges()``.
-    public func sendChanges() async throws {
-        try await scheduledSend().value
-    }
-
-    private func scheduledSend() -> Task<Void, any Error> {
-        if let queued = sendQueued { return queued }
-        if let running = sendInFlight {
+    private func scheduled(_ job: Job) -> Task<Void, any Error> {
+        if let queued = runs[job]?.queued { return queued }
+        if let running = runs[job]?.inFlight {
             let task = Task {
                 _ = await running.result
-                try await self.runQueuedSend()
+                try await self.promoteAndRun(job)
             }
-            sendQueued = task
+            runs[job, default: Runs()].queued = task
             return task
         }
-        let task = Task { try await self.runSend() }
-        sendInFlight = task
+        let task = Task { try await self.run(job) }
+        runs[job] = Runs(inFlight: task)
         return task
     }
 
-    private func runQueuedSend() async throws {
-        sendInFlight = sendQueued
-        sendQueued = nil
-        try await runSend()
+    private func promoteAndRun(_ job: Job) async throws {
+        runs[job] = Runs(inFlight: runs[job]?.queued)
+        try await run(job)
     }
 
-    private func runSend() async throws {
-        defer { if sendQueued == nil { sendInFlight = nil } }
-        try await withLock { try await self.sendOutbox() }
+    private func run(_ job: Job) async throws {
+        defer { if runs[job]?.queued == nil { runs[job] = nil } }
+        switch job {
+        case .fetch:
+            fetchesRun += 1
+            try await withLock { try await self.fetchDatabase() }
+        case .send:
+            try await withLock { try await self.sendOutbox() }
+        }
     }
 
     // MARK: - Lock

@@ -114,6 +114,30 @@ extension LocalStore {
         return ConflictRecord(zoneName: zone, recordName: name, resolvedAt: now, resolutions: resolutions)
     }
 
+    /// Rebases a pending save onto a newer server record: three-way merge (ancestor = the
+    /// previous server copy), store the server record as the new copy, and keep in the outbox
+    /// only what still differs from it. Returns the merged fields, whether anything is still
+    /// pending, and the conflict-log entry when both sides changed a field.
+    static func rebase(
+        _ db: GRDB.Database, pending: PendingChange, onto server: Nimbus.Record, previousCopy: ServerCopy?,
+        rules: MergeRules, fromFeed: Bool
+    ) throws -> (fields: [String: FieldValue], stillPending: Bool, conflict: ConflictRecord?) {
+        let zone = pending.zoneName, name = pending.recordName
+        let serverFields = server.fieldDictionary
+        let (merged, resolutions) = ThreeWayMerge.merge(
+            ancestor: previousCopy?.fields ?? [:], local: pending.fields, server: serverFields, rules: rules)
+        try putServerCopy(db, server, fromFeed: fromFeed)
+        let changed = Set(merged.keys).union(serverFields.keys).filter { merged[$0] != serverFields[$0] }
+        if changed.isEmpty {
+            try removeOutbox(db, zone: zone, name: name)
+        } else {
+            try Outbox.rewrite(db, zone: zone, name: name, fields: merged, changedKeys: changed)
+        }
+        let conflict =
+            resolutions.isEmpty ? nil : try logConflict(db, zone: zone, name: name, resolutions: resolutions)
+        return (merged, !changed.isEmpty, conflict)
+    }
+
     /// Moves every local copy and pending change to the quarantine under `account`.
     static func quarantineAll(_ db: GRDB.Database, account: String) throws {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
