@@ -109,6 +109,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "NimbusProtocolTests",
+            dependencies: ["NimbusProtocol"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "NimbusStoreTests",
             dependencies: ["NimbusProtocol", "NimbusStore"],
             swiftSettings: swiftSettings
