@@ -11,8 +11,18 @@ extension JSON {
     /// Parses a complete JSON document. Whitespace (pretty-printing) is accepted anywhere
     /// JSON allows it; trailing content is an error.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONSyntaxError) -> JSON {
-        var parser = JSONParser(bytes: Array(bytes))
-        return try parser.parseDocument()
+        // Parse the bytes where they are when they are contiguous (arrays, ByteBuffer views).
+        let direct = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(JSONSyntaxError) -> JSON in
+                var parser = JSONParser(bytes: buffer)
+                return try parser.parseDocument()
+            }
+        }
+        if let direct { return try direct.get() }
+        return try Array(bytes).withUnsafeBufferPointer { buffer throws(JSONSyntaxError) -> JSON in
+            var parser = JSONParser(bytes: buffer)
+            return try parser.parseDocument()
+        }
     }
 
     /// Parses a complete JSON document from a string.
@@ -21,13 +31,18 @@ extension JSON {
     }
 }
 
+/// A recursive-descent parser over the document's bytes (valid only during ``JSON/parse(_:)``).
 private struct JSONParser {
-    let bytes: [UInt8]
+    let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
+    /// Members of the objects being parsed (see ``parseObject()``).
+    var memberStack: [(key: String, value: JSON)] = []
+    /// Elements of the arrays being parsed (see ``parseArray()``).
+    var elementStack: [JSON] = []
     static let maxDepth = 256
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     mutating func parseDocument() throws(JSONSyntaxError) -> JSON {
         // Tolerate a UTF-8 byte order mark.
@@ -84,12 +99,15 @@ private struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var members: [String: JSON] = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object([:])
         }
+        // Members are collected on a stack shared by all nesting levels and moved into a
+        // dictionary of the right capacity at the end (no rehashing while it grows). Later
+        // duplicates replace earlier ones, as with direct insertion.
+        let base = memberStack.count
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
@@ -100,7 +118,8 @@ private struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            members[key] = try parseValue()
+            let value = try parseValue()
+            memberStack.append((key, value))
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input in an object") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -109,6 +128,11 @@ private struct JSONParser {
             }
             if bytes[index] == UInt8(ascii: "}") {
                 index += 1
+                var members = [String: JSON](minimumCapacity: memberStack.count - base)
+                for position in base..<memberStack.count {
+                    members[memberStack[position].key] = memberStack[position].value
+                }
+                memberStack.removeSubrange(base...)
                 return .object(members)
             }
             throw fail("expected ',' or '}'")
@@ -119,15 +143,17 @@ private struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var elements: [JSON] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
-            return .array(elements)
+            return .array([])
         }
+        // Elements are collected on a shared stack and copied out once, at their final size.
+        let base = elementStack.count
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            let element = try parseValue()
+            elementStack.append(element)
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input in an array") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -136,6 +162,8 @@ private struct JSONParser {
             }
             if bytes[index] == UInt8(ascii: "]") {
                 index += 1
+                let elements = Array(elementStack[base...])
+                elementStack.removeSubrange(base...)
                 return .array(elements)
             }
             throw fail("expected ',' or ']'")
@@ -167,7 +195,7 @@ private struct JSONParser {
             }
             guard digits(&self) > 0 else { throw fail("invalid number: digits expected in the exponent") }
         }
-        return .number(String(decoding: bytes[start..<index], as: UTF8.self))
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
     }
 
     mutating func parseString() throws(JSONSyntaxError) -> String {
@@ -177,7 +205,7 @@ private struct JSONParser {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(decoding: bytes[start..<index], as: UTF8.self)
+                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
                 index += 1
                 return text
             }

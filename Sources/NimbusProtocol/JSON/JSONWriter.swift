@@ -36,12 +36,13 @@ extension JSON {
         case .object(let members):
             out.append(UInt8(ascii: "{"))
             var first = true
-            for key in members.keys.sorted() {
+            // Sort the members themselves (not the keys, then look each up again).
+            for member in members.sorted(by: { $0.key < $1.key }) {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                Self.writeString(key, into: &out)
+                Self.writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                members[key]!.write(into: &out)
+                member.value.write(into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -55,20 +56,39 @@ extension JSON {
     /// Appends `value` as a quoted, escaped JSON string.
     public static func writeString(_ value: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
-            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
-            case 0..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0xF)])
-            default: out.append(byte)
+        var value = value
+        // Copy runs of bytes that need no escaping in one go.
+        value.withUTF8 { bytes in
+            var runStart = 0
+            for position in 0..<bytes.count {
+                let byte = bytes[position]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if runStart < position {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<position]))
+                }
+                runStart = position + 1
+                writeEscaped(byte, into: &out)
+            }
+            if runStart < bytes.count {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
             }
         }
         out.append(UInt8(ascii: "\""))
     }
+
+    private static func writeEscaped(_ byte: UInt8, into out: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
+        case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+        case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+        case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+        default:
+            out.append(contentsOf: unicodeEscapePrefix)
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0xF)])
+        }
+    }
+
+    private static let unicodeEscapePrefix = Array("\\u00".utf8)
 }

@@ -8,8 +8,8 @@ extension FieldValue {
     public init(wire reader: WireReader) throws(CloudKitError) {
         let value: WireReader
         let typeName: String?
-        if case .object(let members) = reader.json, members["value"] != nil {
-            value = WireReader(members["value"]!, path: "\(reader.path).value")
+        if case .object(let members) = reader.json, let wrapped = members["value"] {
+            value = reader.reader(for: wrapped, member: "value")
             typeName = try reader.optionalString("type")
         } else {
             // Some clients send bare values; treat them as an untyped value.
@@ -80,7 +80,7 @@ extension FieldValue {
             guard let first = elements.first else {
                 throw .badRequest("'\(reader.path)': cannot infer the type of an empty list; add \"type\"")
             }
-            let elementType = try inferred(from: WireReader(first, path: "\(reader.path)[0]")).type
+            let elementType = try inferred(from: reader.reader(for: first, element: 0)).type
             return try decode(reader, as: elementType.listType ?? .stringList)
         case .null, .raw:
             throw .badRequest("'\(reader.path)' has no value")
@@ -160,5 +160,42 @@ extension Data {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64.append("=") }
         self.init(base64Encoded: base64)
+    }
+}
+
+extension FieldValue {
+    /// Appends the field dictionary `{"type":…,"value":…}`: the same text as
+    /// `wireJSON(numbersAsStrings:).serialized()`, without building the JSON tree.
+    public func writeWire(into out: inout [UInt8], numbersAsStrings: Bool = false) {
+        out.append(contentsOf: #"{"type":"#.utf8)
+        JSON.writeString(type.rawValue, into: &out)
+        out.append(contentsOf: #","value":"#.utf8)
+        writeWireValue(into: &out, numbersAsStrings: numbersAsStrings)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends the bare value: the same text as `wireValue(numbersAsStrings:).serialized()`.
+    public func writeWireValue(into out: inout [UInt8], numbersAsStrings: Bool = false) {
+        switch self {
+        case .string(let text):
+            JSON.writeString(text, into: &out)
+        case .int64(let number):
+            if numbersAsStrings {
+                JSON.writeString(String(number), into: &out)
+            } else {
+                out.append(contentsOf: String(number).utf8)
+            }
+        case .timestamp(let millis):
+            out.append(contentsOf: String(millis).utf8)
+        case .list(_, let values):
+            out.append(UInt8(ascii: "["))
+            for (offset, value) in values.enumerated() {
+                if offset > 0 { out.append(UInt8(ascii: ",")) }
+                value.writeWireValue(into: &out, numbersAsStrings: numbersAsStrings)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .double, .bytes, .location, .reference:
+            wireValue(numbersAsStrings: numbersAsStrings).write(into: &out)
+        }
     }
 }

@@ -25,7 +25,7 @@ extension Record {
         if let fieldsReader = try reader.optional("fields") {
             for (name, value) in try fieldsReader.object() {
                 guard !name.isEmpty else { throw .badRequest("'\(fieldsReader.path)' has a field with an empty name") }
-                fields[name] = try FieldValue(wire: WireReader(value, path: "\(fieldsReader.path).\(name)"))
+                fields[name] = try FieldValue(wire: fieldsReader.reader(for: value, member: name))
             }
         }
         self.init(
@@ -66,11 +66,30 @@ extension Record {
         .object(fields.mapValues { $0.wireJSON(numbersAsStrings: numbersAsStrings) })
     }
 
+    /// The text of ``fieldsJSON(_:numbersAsStrings:)`` serialized (members in sorted key
+    /// order), written directly: this is what the store keeps for every record it writes.
+    public static func fieldsJSONText(_ fields: [String: FieldValue], numbersAsStrings: Bool = false) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 * fields.count + 2)
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSON.writeString(name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            value.writeWire(into: &out, numbersAsStrings: numbersAsStrings)
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Decodes a fields object as written by ``fieldsJSON(_:numbersAsStrings:)``.
     public static func fields(fromWire json: JSON) throws(CloudKitError) -> [String: FieldValue] {
         var fields: [String: FieldValue] = [:]
-        for (name, value) in try WireReader(json, path: "fields").object() {
-            fields[name] = try FieldValue(wire: WireReader(value, path: "fields.\(name)"))
+        let fieldsReader = WireReader(json, path: "fields")
+        for (name, value) in try fieldsReader.object() {
+            fields[name] = try FieldValue(wire: fieldsReader.reader(for: value, member: name))
         }
         return fields
     }

@@ -1,12 +1,55 @@
 /// Reads typed members out of a parsed request body, failing with a BAD_REQUEST that names
 /// the path of the offending value (`operations[2].record.recordType`).
+///
+/// The path is kept as a chain of steps and only spelled out when an error needs it, so
+/// reading a large valid body builds no path strings.
 public struct WireReader: Sendable {
     public let json: JSON
-    public let path: String
+    private let location: Location
+
+    /// Where the value sits in the body, e.g. `operations[2].record`.
+    public var path: String { location.path }
 
     public init(_ json: JSON, path: String = "") {
         self.json = json
-        self.path = path
+        self.location = .text(path)
+    }
+
+    private init(_ json: JSON, location: Location) {
+        self.json = json
+        self.location = location
+    }
+
+    /// A path under construction: rendered by ``path`` only when asked.
+    private enum Location: Sendable {
+        case text(String)
+        /// `parent.key`, or `key` under an empty parent (a member read by key).
+        indirect case member(Location, String)
+        /// `parent.key`, always with the dot.
+        indirect case dotted(Location, String)
+        /// `parent[index]`.
+        indirect case element(Location, Int)
+
+        var path: String {
+            switch self {
+            case .text(let text): return text
+            case .member(let parent, let key):
+                let parentPath = parent.path
+                return parentPath.isEmpty ? key : "\(parentPath).\(key)"
+            case .dotted(let parent, let key): return "\(parent.path).\(key)"
+            case .element(let parent, let index): return "\(parent.path)[\(index)]"
+            }
+        }
+    }
+
+    /// A reader for `value` at `path.key` (the dot is written even when this path is empty).
+    public func reader(for value: JSON, member key: String) -> WireReader {
+        WireReader(value, location: .dotted(location, key))
+    }
+
+    /// A reader for `value` at `path[index]`.
+    public func reader(for value: JSON, element index: Int) -> WireReader {
+        WireReader(value, location: .element(location, index))
     }
 
     /// The body as an object, or a BAD_REQUEST naming where an object was expected.
@@ -21,11 +64,18 @@ public struct WireReader: Sendable {
 
     private func describe(_ path: String) -> String { path.isEmpty ? "the request body" : "'\(path)'" }
 
+    /// The member's value; `nil` when the member is absent or null.
+    private func member(_ key: String) throws(CloudKitError) -> JSON? {
+        let members = try object()
+        guard let value = members[key] else { return nil }
+        if case .null = value { return nil }
+        return value
+    }
+
     /// A member reader; `nil` when the member is absent or null.
     public func optional(_ key: String) throws(CloudKitError) -> WireReader? {
-        let members = try object()
-        guard let value = members[key], value != .null else { return nil }
-        return WireReader(value, path: child(key))
+        guard let value = try member(key) else { return nil }
+        return WireReader(value, location: .member(location, key))
     }
 
     /// A member reader for a required member.
@@ -58,7 +108,12 @@ public struct WireReader: Sendable {
 
     public func array() throws(CloudKitError) -> [WireReader] {
         guard let elements = json.array else { throw .badRequest("'\(path)' must be an array, got \(json.kindName)") }
-        return elements.enumerated().map { WireReader($0.element, path: "\(path)[\($0.offset)]") }
+        var readers: [WireReader] = []
+        readers.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            readers.append(WireReader(element, location: .element(location, index)))
+        }
+        return readers
     }
 
     public func stringArray() throws(CloudKitError) -> [String] {
@@ -67,10 +122,26 @@ public struct WireReader: Sendable {
         return result
     }
 
-    // Convenience for optional scalars.
-    public func optionalString(_ key: String) throws(CloudKitError) -> String? { try optional(key)?.string() }
-    public func optionalBool(_ key: String) throws(CloudKitError) -> Bool? { try optional(key)?.bool() }
-    public func optionalInt(_ key: String) throws(CloudKitError) -> Int64? { try optional(key)?.int() }
+    // Convenience for optional scalars. The common case (present, of the right type) reads
+    // the value directly; the member reader (and its path) is made only to report an error.
+    public func optionalString(_ key: String) throws(CloudKitError) -> String? {
+        guard let value = try member(key) else { return nil }
+        if case .string(let text) = value { return text }
+        return try WireReader(value, location: .member(location, key)).string()
+    }
+
+    public func optionalBool(_ key: String) throws(CloudKitError) -> Bool? {
+        guard let value = try member(key) else { return nil }
+        if let flag = value.bool { return flag }
+        return try WireReader(value, location: .member(location, key)).bool()
+    }
+
+    public func optionalInt(_ key: String) throws(CloudKitError) -> Int64? {
+        guard let value = try member(key) else { return nil }
+        if let number = value.int64 { return number }
+        return try WireReader(value, location: .member(location, key)).int()
+    }
+
     public func optionalStringArray(_ key: String) throws(CloudKitError) -> [String]? {
         try optional(key)?.stringArray()
     }

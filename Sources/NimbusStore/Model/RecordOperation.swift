@@ -32,7 +32,7 @@ public struct RecordOperation: Sendable {
     public init(type: RecordOperationType, record: Record) {
         self.type = type
         self.record = record
-        self.fieldsJSON = Record.fieldsJSON(record.fields).serialized()
+        self.fieldsJSON = Record.fieldsJSONText(record.fields)
     }
 }
 

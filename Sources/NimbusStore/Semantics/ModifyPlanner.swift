@@ -144,7 +144,7 @@ public struct ModifyPlanner: Sendable {
             try checkType(record, against: existing)
             var merged = try existing.fields()
             merged.merge(record.fields) { _, new in new }
-            fieldsJSON = Record.fieldsJSON(merged).serialized()
+            fieldsJSON = Record.fieldsJSONText(merged)
             recordType = existing.recordType
         case (.replace, .some(let existing)), (.forceReplace, .some(let existing)):
             if operation.type.isLocked { try checkTag(record, against: existing) }

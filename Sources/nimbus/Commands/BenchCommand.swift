@@ -43,6 +43,8 @@ struct BenchCommand: AsyncParsableCommand {
     var writers = 4
     @Option(name: .long, help: "records/changes page size (resultsLimit, at most 200).")
     var page = 200
+    @Option(name: .long, help: "Full syncs of the zone in the fetch run (more passes, steadier numbers).")
+    var fetchPasses = 1
     @Option(name: .long, help: "Single-record modify requests to time.")
     var samples = 2_000
     @Option(name: .long, help: "Comma-separated runs: single,multi,fetch,latency.")
@@ -56,8 +58,8 @@ struct BenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...200).contains(batch) else { throw ValidationError("--batch must be within 1...200") }
         guard (1...200).contains(page) else { throw ValidationError("--page must be within 1...200") }
-        guard writers >= 1, records >= 1, samples >= 1 else {
-            throw ValidationError("--writers, --records and --samples must be positive")
+        guard writers >= 1, records >= 1, samples >= 1, fetchPasses >= 1 else {
+            throw ValidationError("--writers, --records, --samples and --fetch-passes must be positive")
         }
         if url != nil && data == nil && (container == nil || apiToken == nil || webAuthToken == nil) {
             throw ValidationError("with --url pass --data (the server's data directory) or --container, --api-token and --web-auth-token")
@@ -176,6 +178,7 @@ struct BenchCommand: AsyncParsableCommand {
     /// concurrent clients, all in one zone.
     private func writeRun(_ client: BenchClient, zone: String, clients: Int) async throws -> BenchResult {
         let batches = stride(from: 0, to: records, by: batch).map { $0..<min($0 + batch, records) }
+        let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         let counts = try await withThrowingTaskGroup(of: BatchOutcome.self) { group in
             for writer in 0..<clients {
@@ -193,33 +196,46 @@ struct BenchCommand: AsyncParsableCommand {
             return total
         }
         let seconds = (ContinuousClock.now - start).seconds
+        let cpu = processCPUSeconds() - cpuStart
         let name = clients == 1 ? "(a) batched creates, 1 client" : "(a) batched creates, \(clients) clients, same zone"
         return BenchResult(
             key: clients == 1 ? "create_1" : "create_\(clients)", name: name, records: counts.saved, seconds: seconds,
-            failed: counts.failed, requests: batches.count, target: 20_000, firstError: counts.firstError)
+            failed: counts.failed, requests: batches.count, target: 20_000, firstError: counts.firstError, cpuSeconds: cpu)
     }
 
     /// (b) a full sync of the zone through `records/changes` pages.
     private func fetchRun(_ client: BenchClient, zone: String) async throws -> BenchResult {
+        let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
-        var token: String?
-        var seen = Set<String>()
-        seen.reserveCapacity(records)
         var pages = 0
-        var duplicates = 0
-        while true {
-            let page = try await client.changes(zone: zone, since: token, limit: page)
-            pages += 1
-            for name in page.recordNames where !seen.insert(name).inserted { duplicates += 1 }
-            token = page.syncToken
-            if !page.moreComing { break }
+        var fetched = 0
+        var problems = 0
+        var firstError: String?
+        for _ in 0..<fetchPasses {
+            var token: String?
+            var seen = Set<String>()
+            seen.reserveCapacity(records)
+            var duplicates = 0
+            while true {
+                let page = try await client.changes(zone: zone, since: token, limit: page)
+                pages += 1
+                for name in page.recordNames where !seen.insert(name).inserted { duplicates += 1 }
+                token = page.syncToken
+                if !page.moreComing { break }
+            }
+            fetched += seen.count
+            let missing = max(0, records - seen.count)
+            problems += missing + duplicates
+            if missing + duplicates > 0, firstError == nil {
+                firstError = "\(missing) records missing, \(duplicates) duplicates"
+            }
         }
         let seconds = (ContinuousClock.now - start).seconds
-        let missing = max(0, records - seen.count)
+        let cpu = processCPUSeconds() - cpuStart
+        let passes = fetchPasses == 1 ? "" : ", \(fetchPasses) full syncs"
         return BenchResult(
-            key: "fetch", name: "(b) records/changes, pages of \(page)", records: seen.count, seconds: seconds,
-            failed: missing + duplicates, requests: pages, target: 100_000,
-            firstError: missing + duplicates > 0 ? "\(missing) records missing, \(duplicates) duplicates" : nil)
+            key: "fetch", name: "(b) records/changes, pages of \(page)\(passes)", records: fetched, seconds: seconds,
+            failed: problems, requests: pages, target: 100_000, firstError: firstError, cpuSeconds: cpu)
     }
 
     /// (c) latency of `records/modify` with one record, one request at a time.
@@ -230,6 +246,7 @@ struct BenchCommand: AsyncParsableCommand {
         var latencies: [Double] = []
         latencies.reserveCapacity(samples)
         var outcome = BatchOutcome()
+        let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         for index in 0..<samples {
             let begin = ContinuousClock.now
@@ -238,13 +255,14 @@ struct BenchCommand: AsyncParsableCommand {
             outcome.add(result)
         }
         let seconds = (ContinuousClock.now - start).seconds
+        let cpu = processCPUSeconds() - cpuStart
         latencies.sort()
         func percentile(_ p: Double) -> Double {
             latencies[min(latencies.count - 1, Int((p / 100 * Double(latencies.count)).rounded(.up)) - 1)]
         }
         return BenchResult(
             key: "latency", name: "(c) single-record modify", records: outcome.saved, seconds: seconds,
-            failed: outcome.failed, requests: samples, target: nil, firstError: outcome.firstError,
+            failed: outcome.failed, requests: samples, target: nil, firstError: outcome.firstError, cpuSeconds: cpu,
             latency: LatencySummary(
                 p50: percentile(50), p90: percentile(90), p99: percentile(99), max: latencies.last!,
                 mean: latencies.reduce(0, +) / Double(latencies.count)))
@@ -432,7 +450,12 @@ struct BenchResult: Sendable {
     /// Records/s to reach, if the run has a throughput target.
     var target: Double?
     var firstError: String?
+    /// CPU time (user + system) of this process during the run.
+    var cpuSeconds: Double
     var latency: LatencySummary?
+
+    /// CPU microseconds per record (per request for latency runs).
+    var cpuMicrosPerItem: Double { records > 0 ? cpuSeconds * 1e6 / Double(records) : 0 }
 
     var rate: Double { seconds > 0 ? Double(records) / seconds : 0 }
 
@@ -450,7 +473,8 @@ struct BenchResult: Sendable {
         var members: [String: JSON] = [
             "run": .string(key), "name": .string(name), "records": .int(records), "seconds": .double(seconds),
             "recordsPerSecond": .double(rate.rounded()), "failed": .int(failed), "requests": .int(requests),
-            "verdict": .string(verdict),
+            "verdict": .string(verdict), "cpuSeconds": .double(cpuSeconds),
+            "cpuMicrosPerRecord": .double(cpuMicrosPerItem.rounded()),
         ]
         if let firstError { members["firstError"] = .string(firstError) }
         if let latency {
@@ -465,22 +489,22 @@ struct BenchResult: Sendable {
     static func table(_ results: [BenchResult], machine: MachineInfo, server: String) -> String {
         var lines: [String] = []
         lines.append("Nimbus bench — \(machine.summary)")
-        lines.append("server: \(server)")
+        lines.append("server: \(server); load average at the end: \(machine.loadAverage)")
         lines.append("")
         let header = [
             pad("run", 46), pad("records", 9, right: true), pad("requests", 9, right: true),
             pad("seconds", 8, right: true), pad("records/s", 10, right: true), pad("failed", 7, right: true),
-            "  target",
+            pad("cpu µs/rec", 11, right: true), "  target",
         ].joined()
         lines.append(header)
-        lines.append(String(repeating: "-", count: header.count + 20))
+        lines.append(String(repeating: "-", count: header.count + 22))
         for result in results {
             lines.append(
                 [
                     pad(result.name, 46), pad("\(result.records)", 9, right: true),
                     pad("\(result.requests)", 9, right: true), pad(format(result.seconds, 2), 8, right: true),
                     pad("\(Int(result.rate.rounded()))", 10, right: true), pad("\(result.failed)", 7, right: true),
-                    "  " + result.verdict,
+                    pad(format(result.cpuMicrosPerItem, 1), 11, right: true), "  " + result.verdict,
                 ].joined())
             if let latency = result.latency {
                 lines.append(
@@ -489,6 +513,8 @@ struct BenchResult: Sendable {
             }
             if let error = result.firstError { lines.append("    first failure: \(error.prefix(300))") }
         }
+        lines.append("")
+        lines.append("cpu µs/rec: CPU time (user + system) of this process — client, and the server when embedded — per record.")
         return lines.joined(separator: "\n")
     }
 
@@ -510,6 +536,8 @@ struct MachineInfo: Sendable {
     var os: String
     var cpu: String
     var build: String
+    /// `/proc/loadavg`'s 1, 5 and 15 minute averages: how busy the machine was.
+    var loadAverage: String
 
     static func current() -> MachineInfo {
         var os = "unknown OS"
@@ -530,14 +558,29 @@ struct MachineInfo: Sendable {
         #else
         let build = "release build"
         #endif
-        return MachineInfo(cores: ProcessInfo.processInfo.activeProcessorCount, os: os, cpu: cpu, build: build)
+        let load =
+            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))
+            .map { $0.split(separator: " ").prefix(3).joined(separator: " ") } ?? "unknown"
+        return MachineInfo(
+            cores: ProcessInfo.processInfo.activeProcessorCount, os: os, cpu: cpu, build: build, loadAverage: load)
     }
 
     var summary: String { "\(cores) cores (\(cpu)), \(os), \(build)" }
 
     var json: JSON {
-        .object(["cores": .int(cores), "os": .string(os), "cpu": .string(cpu), "build": .string(build)])
+        .object([
+            "cores": .int(cores), "os": .string(os), "cpu": .string(cpu), "build": .string(build),
+            "loadAverage": .string(loadAverage),
+        ])
     }
+}
+
+/// CPU time (user + system) this process has used so far: client and, when embedded, server.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 extension Duration {
