@@ -124,6 +124,16 @@ struct CodecEquivalenceTests {
             #expect(changes.text == ReferenceWriter.serialize(changes.json))
             #expect(changes.records.first?["recordName"] == "r\u{e9}cord")
             #expect(changes.records.first?["created"]?["deviceID"] == .string("device-\u{1F600}-\"quoted\""))
+
+            // A tombstone and a live record in one page.
+            let token = try #require(changes["syncToken"]?.string)
+            #expect(try await alice.modify("Z", [op("create", "second")]).status == 200)
+            #expect(try await alice.modify("Z", [op("forceDelete", "r\u{e9}cord")]).status == 200)
+            let delta = try await alice.changes("Z", since: token)
+            #expect(delta.status == 200)
+            #expect(delta.text == ReferenceWriter.serialize(delta.json))
+            #expect(delta.records.count == 2)
+            #expect(delta.records.last?["deleted"] == .bool(true))
         }
     }
 }

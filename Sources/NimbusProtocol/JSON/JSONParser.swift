@@ -198,6 +198,21 @@ private struct JSONParser {
         return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
     }
 
+    /// Short strings seen in this document, by their bytes: member names and type names
+    /// repeat in every record, and reusing the string skips UTF-8 validation.
+    var shortStrings = ShortStringTable()
+
+    mutating func makeString(_ range: Range<Int>) -> String {
+        let text = UnsafeBufferPointer(rebasing: bytes[range])
+        if let (key, slot) = ShortStringTable.key(text) {
+            if let cached = shortStrings.lookUp(key, slot) { return cached }
+            let string = String(decoding: text, as: UTF8.self)
+            shortStrings.store(string, key, slot)
+            return string
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
     mutating func parseString() throws(JSONSyntaxError) -> String {
         index += 1  // opening quote
         let start = index
@@ -205,7 +220,7 @@ private struct JSONParser {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                let text = makeString(start..<index)
                 index += 1
                 return text
             }
@@ -277,5 +292,51 @@ private struct JSONParser {
             index += 1
         }
         return value
+    }
+}
+
+/// A small direct-mapped cache of strings of 1 to 16 bytes, keyed by their bytes.
+struct ShortStringTable {
+    struct Key: Equatable {
+        var low: UInt64
+        var high: UInt64
+        var count: Int
+    }
+
+    private static let size = 256
+    private var keys: [Key]
+    private var strings: [String]
+
+    init() {
+        keys = []
+        strings = []
+    }
+
+    /// The key and slot of a short byte string, or `nil` if it is empty or longer than 16 bytes.
+    static func key(_ bytes: UnsafeBufferPointer<UInt8>) -> (Key, Int)? {
+        let count = bytes.count
+        guard count > 0, count <= 16 else { return nil }
+        var words: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &words) { raw in
+            raw.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: count)
+        }
+        let key = Key(low: words.0, high: words.1, count: count)
+        var hash = words.0 &* 0x9E37_79B9_7F4A_7C15
+        hash ^= (words.1 ^ UInt64(count)) &* 0xC2B2_AE3D_27D4_EB4F
+        return (key, Int(truncatingIfNeeded: hash >> 56))
+    }
+
+    func lookUp(_ key: Key, _ slot: Int) -> String? {
+        guard !keys.isEmpty, keys[slot] == key else { return nil }
+        return strings[slot]
+    }
+
+    mutating func store(_ string: String, _ key: Key, _ slot: Int) {
+        if keys.isEmpty {
+            keys = Array(repeating: Key(low: 0, high: 0, count: 0), count: Self.size)
+            strings = Array(repeating: "", count: Self.size)
+        }
+        keys[slot] = key
+        strings[slot] = string
     }
 }

@@ -45,15 +45,18 @@ struct Authenticator: Sendable {
                 "this request needs authentication: pass ckAPIToken (and ckWebAuthToken for private data) "
                     + "as query parameters, or sign it with a server-to-server key")
         }
-        guard let tokenContainer = try await accounts.container(forAPIToken: apiToken) else {
+        let webToken = credentials.webAuthToken.flatMap { $0.isEmpty ? nil : $0 }
+        // Both tokens in one read; the checks below run in the same order as separate lookups.
+        let lookup = try await accounts.lookUpTokens(apiToken: apiToken, webAuthToken: webToken)
+        guard let tokenContainer = lookup.container else {
             throw CloudKitError(.authenticationFailed, "the ckAPIToken is unknown or revoked")
         }
         guard tokenContainer == container else {
             throw CloudKitError(
                 .authenticationFailed, "the ckAPIToken belongs to container \(tokenContainer), not \(container)")
         }
-        if let webToken = credentials.webAuthToken, !webToken.isEmpty {
-            guard let user = try await accounts.user(forWebAuthToken: webToken) else {
+        if webToken != nil {
+            guard let user = lookup.user else {
                 throw CloudKitError(.authenticationFailed, "the ckWebAuthToken is unknown or revoked; sign in again")
             }
             guard user.container == container else {

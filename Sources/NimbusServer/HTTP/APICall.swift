@@ -58,6 +58,39 @@ struct APICall: Sendable {
         return try stored.record(zoneID: zoneID).wireJSON(numbersAsStrings: numbersAsStrings, desiredKeys: desiredKeys)
     }
 
+    /// Records as a JSON array (a change feed page): written as one text in the common case
+    /// (no `desiredKeys`, no `numbersAsStrings`), element for element what
+    /// ``recordJSON(_:zoneName:desiredKeys:)`` gives.
+    func recordsJSON(_ records: [StoredRecord], zoneName: String, desiredKeys: Set<String>?) throws(CloudKitError) -> JSON {
+        guard desiredKeys == nil && !numbersAsStrings else {
+            var elements: [JSON] = []
+            elements.reserveCapacity(records.count)
+            for stored in records {
+                elements.append(try recordJSON(stored, zoneName: zoneName, desiredKeys: desiredKeys))
+            }
+            return .array(elements)
+        }
+        let zoneID = responseZoneID(zoneName)
+        var out: [UInt8] = []
+        out.reserveCapacity(records.reduce(2) { $0 + $1.fieldsJSON.utf8.count + 300 })
+        out.append(UInt8(ascii: "["))
+        for (offset, stored) in records.enumerated() {
+            if offset > 0 { out.append(UInt8(ascii: ",")) }
+            if stored.deleted {
+                // {deleted, recordName, zoneID}, as the object form serializes.
+                out.append(contentsOf: #"{"deleted":true,"recordName":"#.utf8)
+                JSON.writeString(stored.recordName, into: &out)
+                out.append(contentsOf: #","zoneID":"#.utf8)
+                Self.writeZoneID(zoneID, into: &out)
+                out.append(UInt8(ascii: "}"))
+            } else {
+                Self.writeRecord(stored, zoneID: zoneID, into: &out)
+            }
+        }
+        out.append(UInt8(ascii: "]"))
+        return .raw(String(decoding: out, as: UTF8.self))
+    }
+
     /// Writes a live stored record as the dictionary
     /// `{created, deleted, fields, modified, recordChangeTag, recordName, recordType, zoneID}`,
     /// in the sorted member order ``JSON/serialized()`` uses.
@@ -74,7 +107,14 @@ struct APICall: Sendable {
         JSON.writeString(stored.recordName, into: &out)
         out.append(contentsOf: #","recordType":"#.utf8)
         JSON.writeString(stored.recordType, into: &out)
-        out.append(contentsOf: #","zoneID":{"#.utf8)
+        out.append(contentsOf: #","zoneID":"#.utf8)
+        writeZoneID(zoneID, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// `{ownerRecordName?, zoneName}`, as `ZoneID.wireJSON` serializes.
+    static func writeZoneID(_ zoneID: ZoneID, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
         if let owner = zoneID.ownerRecordName {
             out.append(contentsOf: #""ownerRecordName":"#.utf8)
             JSON.writeString(owner, into: &out)
@@ -82,7 +122,7 @@ struct APICall: Sendable {
         }
         out.append(contentsOf: #""zoneName":"#.utf8)
         JSON.writeString(zoneID.zoneName, into: &out)
-        out.append(contentsOf: "}}".utf8)
+        out.append(UInt8(ascii: "}"))
     }
 
     /// `{deviceID?, timestamp, userRecordName?}`, as ``stampJSON(_:)`` serializes.

@@ -142,14 +142,9 @@ extension CloudKitAPI {
             zone: zoneID.zoneName, since: try reader.optionalString("syncToken"), limit: try call.resultsLimit(in: reader),
             in: call.database)
         let keys = try call.desiredKeys(in: reader)
-        var records: [JSON] = []
-        records.reserveCapacity(page.records.count)
-        for stored in page.records {
-            records.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keys))
-        }
         return .object([
             "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
-            "records": .array(records),
+            "records": try call.recordsJSON(page.records, zoneName: zoneID.zoneName, desiredKeys: keys),
             "syncToken": .string(page.syncToken),
             "moreComing": .bool(page.moreComing),
         ])

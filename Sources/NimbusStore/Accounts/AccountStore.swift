@@ -27,10 +27,43 @@ public protocol AccountStore: Sendable {
     func container(forAPIToken token: String) async throws -> String?
     /// The user an active web auth token identifies.
     func user(forWebAuthToken token: String) async throws -> UserIdentity?
+    /// Both token lookups of a request in one database access: the container of an active
+    /// API token and, when `webAuthToken` is given, the user of that active web auth token.
+    /// The same answers as ``container(forAPIToken:)`` and ``user(forWebAuthToken:)``.
+    func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup
     /// An active server-to-server key.
     func serverKey(id: String) async throws -> ServerKey?
     /// A user by record name within a container.
     func user(recordName: String, container: String) async throws -> UserIdentity?
+}
+
+/// What ``AccountStore/lookUpTokens(apiToken:webAuthToken:)`` found.
+public struct TokenLookup: Sendable, Equatable {
+    /// The API token's container, `nil` if the token is unknown or revoked.
+    public var container: String?
+    /// The web auth token's user, `nil` if none was asked for or it is unknown or revoked.
+    public var user: UserIdentity?
+
+    public init(container: String?, user: UserIdentity?) {
+        self.container = container
+        self.user = user
+    }
+}
+
+extension AccountStore {
+    /// Two separate lookups; engines override this to make one database access.
+    public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
+        let container = try await container(forAPIToken: apiToken)
+        let user = try await webAuthToken.asyncMap { try await self.user(forWebAuthToken: $0) } ?? nil
+        return TokenLookup(container: container, user: user)
+    }
+}
+
+extension Optional {
+    fileprivate func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let value = self else { return nil }
+        return try await transform(value)
+    }
 }
 
 /// A token the store issued.

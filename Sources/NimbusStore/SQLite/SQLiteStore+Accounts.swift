@@ -129,15 +129,29 @@ extension SQLiteStore: AccountStore {
     }
 
     public func user(forWebAuthToken token: String) async throws -> UserIdentity? {
-        try await pool.read { db in
-            guard
-                let row = try Row.fetchOne(
-                    db.cachedStatement(
-                        sql: "SELECT user_name, container FROM tokens WHERE token = ? AND kind = 'web' AND revoked_at IS NULL"),
-                    arguments: [token])
-            else { return nil }
-            return try Self.identity(db, userName: row[0], container: row[1])
+        try await pool.read { db in try Self.user(db, webAuthToken: token) }
+    }
+
+    /// One read for both lookups of a request (every API request makes them).
+    public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
+        try readOnCallingThread { db in
+            let container = try String.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT container FROM tokens WHERE token = ? AND kind = 'api' AND revoked_at IS NULL"),
+                arguments: [apiToken])
+            let user = try webAuthToken.flatMap { try Self.user(db, webAuthToken: $0) }
+            return TokenLookup(container: container, user: user)
         }
+    }
+
+    static func user(_ db: Database, webAuthToken token: String) throws -> UserIdentity? {
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT user_name, container FROM tokens WHERE token = ? AND kind = 'web' AND revoked_at IS NULL"),
+                arguments: [token])
+        else { return nil }
+        return try identity(db, userName: row[0], container: row[1])
     }
 
     public func serverKey(id: String) async throws -> ServerKey? {

@@ -59,7 +59,7 @@ extension SQLiteStore: RecordStore {
         -> RecordChangesPage
     {
         let position = try token.map { token throws(CloudKitError) in try ChangeToken.decodeRecords(token) }
-        return try await pool.read { db in
+        return try readOnCallingThread { db in
             guard let dbRow = try Self.databaseRow(db, database) else {
                 if zone == ZoneID.defaultZoneName, position == nil {
                     return RecordChangesPage(
@@ -180,5 +180,13 @@ extension SQLiteStore {
             }
             return false
         }
+    }
+}
+
+extension SQLiteStore {
+    /// A read on the calling thread (GRDB's synchronous `read`), without the hop to a reader
+    /// queue and back that `await pool.read` makes.
+    func readOnCallingThread<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.read(body)
     }
 }

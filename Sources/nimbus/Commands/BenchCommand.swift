@@ -164,7 +164,8 @@ struct BenchCommand: AsyncParsableCommand {
             results.append(try await writeRun(client, zone: zone, clients: writers))
         }
         if runs.contains("fetch") {
-            results.append(try await fetchRun(client, zone: singleZone))
+            results.append(try await fetchRun(client, zone: singleZone, streaming: false))
+            results.append(try await fetchRun(client, zone: singleZone, streaming: true))
         }
         if runs.contains("latency") {
             let zone = "bench-latency"
@@ -203,8 +204,12 @@ struct BenchCommand: AsyncParsableCommand {
             failed: counts.failed, requests: batches.count, target: 20_000, firstError: counts.firstError, cpuSeconds: cpu)
     }
 
-    /// (b) a full sync of the zone through `records/changes` pages.
-    private func fetchRun(_ client: BenchClient, zone: String) async throws -> BenchResult {
+    /// (b) full syncs of the zone through `records/changes` pages.
+    ///
+    /// Sequential: each page is decoded before the next is asked for. Streaming: the next
+    /// page is asked for as soon as this page's `syncToken` and `moreComing` are read (a
+    /// skim of the top-level members), and the page's records are decoded meanwhile.
+    private func fetchRun(_ client: BenchClient, zone: String, streaming: Bool) async throws -> BenchResult {
         let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         var pages = 0
@@ -216,12 +221,31 @@ struct BenchCommand: AsyncParsableCommand {
             var seen = Set<String>()
             seen.reserveCapacity(records)
             var duplicates = 0
-            while true {
-                let page = try await client.changes(zone: zone, since: token, limit: page)
-                pages += 1
-                for name in page.recordNames where !seen.insert(name).inserted { duplicates += 1 }
-                token = page.syncToken
-                if !page.moreComing { break }
+            func count(_ names: [String]) {
+                for name in names where !seen.insert(name).inserted { duplicates += 1 }
+            }
+            if streaming {
+                var decoding: [Task<[String], any Error>] = []
+                while true {
+                    let body = try await client.changesBody(zone: zone, since: token, limit: page)
+                    pages += 1
+                    let (syncToken, moreComing) = try BenchClient.skimChangesPage(body)
+                    decoding.append(Task { try BenchClient.decodeChangesPage(body).recordNames })
+                    // Keep at most two pages decoding.
+                    if decoding.count > 2 { count(try await decoding.removeFirst().value) }
+                    token = syncToken
+                    if !moreComing { break }
+                }
+                for task in decoding { count(try await task.value) }
+            } else {
+                while true {
+                    let page = try BenchClient.decodeChangesPage(
+                        try await client.changesBody(zone: zone, since: token, limit: page))
+                    pages += 1
+                    count(page.recordNames)
+                    token = page.syncToken
+                    if !page.moreComing { break }
+                }
             }
             fetched += seen.count
             let missing = max(0, records - seen.count)
@@ -232,10 +256,14 @@ struct BenchCommand: AsyncParsableCommand {
         }
         let seconds = (ContinuousClock.now - start).seconds
         let cpu = processCPUSeconds() - cpuStart
-        let passes = fetchPasses == 1 ? "" : ", \(fetchPasses) full syncs"
+        let passes = fetchPasses == 1 ? "" : ", \(fetchPasses) syncs"
         return BenchResult(
-            key: "fetch", name: "(b) records/changes, pages of \(page)\(passes)", records: fetched, seconds: seconds,
-            failed: problems, requests: pages, target: 100_000, firstError: firstError, cpuSeconds: cpu)
+            key: streaming ? "fetch_streaming" : "fetch",
+            name: streaming
+                ? "(b) records/changes, \(page)/page, streaming\(passes)"
+                : "(b) records/changes, pages of \(page)\(passes)",
+            records: fetched, seconds: seconds, failed: problems, requests: pages, target: 100_000,
+            firstError: firstError, cpuSeconds: cpu)
     }
 
     /// (c) latency of `records/modify` with one record, one request at a time.
@@ -398,7 +426,8 @@ struct BenchClient: Sendable {
         var moreComing: Bool
     }
 
-    func changes(zone: String, since token: String?, limit: Int) async throws -> ChangesPage {
+    /// One `records/changes` request; the answer's body, checked for HTTP 200.
+    func changesBody(zone: String, since token: String?, limit: Int) async throws -> ByteBuffer {
         var body: [UInt8] = []
         body.append(contentsOf: #"{"zoneID":{"zoneName":"#.utf8)
         JSON.writeString(zone, into: &body)
@@ -409,11 +438,25 @@ struct BenchClient: Sendable {
             JSON.writeString(token, into: &body)
         }
         body.append(UInt8(ascii: "}"))
-        let (status, json) = try await post("records/changes", body)
-        guard status == 200, let records = json["records"]?.array, let syncToken = json["syncToken"]?.string,
+        var request = HTTPClientRequest(url: url("records/changes"))
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await http.execute(request, timeout: .seconds(120))
+        let buffer = try await response.body.collect(upTo: 256 << 20)
+        guard response.status.code == 200 else {
+            throw BenchError("records/changes failed (\(response.status.code)): \(String(buffer: buffer).prefix(500))")
+        }
+        return buffer
+    }
+
+    /// Parses a `records/changes` answer and checks every record in it.
+    static func decodeChangesPage(_ buffer: ByteBuffer) throws -> ChangesPage {
+        let json = try JSON.parse(buffer.readableBytesView)
+        guard let records = json["records"]?.array, let syncToken = json["syncToken"]?.string,
             let moreComing = json["moreComing"]?.bool
         else {
-            throw BenchError("records/changes failed (\(status)): \(json.serialized().prefix(500))")
+            throw BenchError("records/changes answered \(json.serialized().prefix(500))")
         }
         var names: [String] = []
         names.reserveCapacity(records.count)
@@ -424,6 +467,118 @@ struct BenchClient: Sendable {
             names.append(name)
         }
         return ChangesPage(recordNames: names, syncToken: syncToken, moreComing: moreComing)
+    }
+
+    /// Reads only the top-level `syncToken` and `moreComing` of a `records/changes` answer,
+    /// skipping over the other members' values without decoding them.
+    static func skimChangesPage(_ buffer: ByteBuffer) throws -> (syncToken: String, moreComing: Bool) {
+        let members = buffer.readableBytesView.withContiguousStorageIfAvailable { bytes in
+            var skimmer = TopLevelSkimmer(bytes: bytes)
+            return skimmer.members(["syncToken", "moreComing"])
+        }
+        guard let members = members ?? nil, let token = members["syncToken"]?.string,
+            let moreComing = members["moreComing"]?.bool
+        else {
+            throw BenchError("records/changes answered \(String(buffer: buffer).prefix(500))")
+        }
+        return (token, moreComing)
+    }
+}
+
+/// Finds top-level members of a JSON object without building the rest of the document.
+struct TopLevelSkimmer {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// The wanted members' values (decoded), or `nil` if the text is not a JSON object.
+    mutating func members(_ wanted: Set<String>) -> [String: JSON]? {
+        var found: [String: JSON] = [:]
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+        index += 1
+        while true {
+            skipWhitespace()
+            guard index < bytes.count else { return nil }
+            if bytes[index] == UInt8(ascii: "}") { return found }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            let keyStart = index
+            guard skipString() else { return nil }
+            guard let key = (try? JSON.parse(UnsafeBufferPointer(rebasing: bytes[keyStart..<index])))?.string else {
+                return nil
+            }
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+            index += 1
+            skipWhitespace()
+            let valueStart = index
+            guard skipValue() else { return nil }
+            if wanted.contains(key) {
+                found[key] = try? JSON.parse(UnsafeBufferPointer(rebasing: bytes[valueStart..<index]))
+            }
+        }
+    }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+            index += 1
+        }
+    }
+
+    /// Skips a string starting at its opening quote.
+    mutating func skipString() -> Bool {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return false }
+        index += 1
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\\"): index += 2
+            case UInt8(ascii: "\""):
+                index += 1
+                return true
+            default: index += 1
+            }
+        }
+        return false
+    }
+
+    /// Skips any value: strings, nested objects and arrays, numbers and literals.
+    mutating func skipValue() -> Bool {
+        guard index < bytes.count else { return false }
+        switch bytes[index] {
+        case UInt8(ascii: "\""):
+            return skipString()
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: "\""):
+                    guard skipString() else { return false }
+                    continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth == 0 {
+                        index += 1
+                        return true
+                    }
+                default: break
+                }
+                index += 1
+            }
+            return false
+        default:
+            while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0A, 0x0D, 0x09: return true
+                default: index += 1
+                }
+            }
+            return true
+        }
     }
 }
 
