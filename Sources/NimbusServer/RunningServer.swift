@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NimbusProtocol
@@ -24,6 +25,8 @@ public final class RunningServer: Sendable {
     /// Every route the HTTP router registers (`POST /database/**`, `GET /health`, …); the
     /// OpenAPI test checks that `openapi.yaml` describes each.
     public let routes: [RegisteredRoute]
+    /// The push hub: connected devices and the delivery of committed notifications.
+    public let push: PushHub
     private let serviceGroup: ServiceGroup
     private let runTask: Task<Void, any Error>
 
@@ -32,13 +35,14 @@ public final class RunningServer: Sendable {
 
     private init(
         port: Int, store: SQLiteStore, configuration: ServerConfiguration, routes: [RegisteredRoute],
-        serviceGroup: ServiceGroup, runTask: Task<Void, any Error>
+        push: PushHub, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>
     ) {
         self.port = port
         self.host = configuration.host
         self.store = store
         self.configuration = configuration
         self.routes = routes
+        self.push = push
         self.serviceGroup = serviceGroup
         self.runTask = runTask
     }
@@ -51,15 +55,28 @@ public final class RunningServer: Sendable {
     ) async throws -> RunningServer {
         let store = try SQLiteStore(directory: configuration.dataDirectory)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
-        let api = CloudKitAPI(store: store, accounts: store, onCommit: { _ in })
+        let hub = PushHub()
+        let api = CloudKitAPI(
+            store: store, accounts: store, onCommit: { commit in await hub.deliver(commit.notifications) },
+            notifications: store, push: hub)
+        let authenticator = Authenticator(accounts: store, signatureWindow: configuration.signatureWindow)
         let responder = APIResponder(
-            api: api,
-            authenticator: Authenticator(accounts: store, signatureWindow: configuration.signatureWindow),
-            maxBodyBytes: configuration.maxBodyBytes, logger: logger)
+            api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,
+            publicBaseURL: configuration.push.publicBaseURL)
         let router = Routes.build(responder: responder)
+        let pushChannel = PushChannel(
+            hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger)
+        PushRoutes.add(
+            to: router, channel: pushChannel, courier: WebCourier(hub: hub, store: store, settings: configuration.push))
         let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
         let app = Application(
             router: router,
+            server: .http1WebSocketUpgrade(
+                configuration: .init(
+                    ws: .init(autoPing: .enabled(timePeriod: configuration.push.heartbeatInterval))),
+                shouldUpgrade: { head, channel, logger in
+                    await pushChannel.shouldUpgrade(head, channel: channel, logger: logger)
+                }),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "nimbus"),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? configuration.port)
@@ -68,10 +85,12 @@ public final class RunningServer: Sendable {
             logger: logger)
         let compactor = CompactionService(
             store: store, retention: configuration.tombstoneRetention, interval: configuration.compactionInterval,
-            logger: logger)
+            logger: logger, notifications: store)
+        let sweeper = PushSweeper(hub: hub, settings: configuration.push)
         let group = ServiceGroup(
             configuration: .init(
-                services: [app, compactor],
+                // Shut down in reverse: the sweeper first ends the couriers' long polls.
+                services: [app, compactor, sweeper],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))
         let runTask = Task {
@@ -85,7 +104,8 @@ public final class RunningServer: Sendable {
             throw CloudKitError(.internalError, "the server stopped before it started listening")
         }
         return RunningServer(
-            port: port, store: store, configuration: configuration, routes: routes, serviceGroup: group, runTask: runTask)
+            port: port, store: store, configuration: configuration, routes: routes, push: hub, serviceGroup: group,
+            runTask: runTask)
     }
 
     /// Stops accepting connections, lets in-flight requests finish, closes the database.

@@ -17,6 +17,8 @@ public struct ServerConfiguration: Sendable {
     public var signatureWindow: Duration
     /// The largest request body accepted.
     public var maxBodyBytes: Int
+    /// The push channel: heartbeats, buffers, timeouts, the web courier.
+    public var push = PushSettings()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

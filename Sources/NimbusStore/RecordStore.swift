@@ -38,8 +38,11 @@ public protocol RecordStore: Sendable {
     /// Zones by name, in the order asked; `nil` for a missing zone.
     func lookupZones(_ names: [String], in database: DatabaseKey) async throws -> [ZoneState?]
 
-    /// Creates and deletes zones. Deleting a zone deletes its records.
-    func modifyZones(_ operations: [ZoneOperation], in database: DatabaseKey) async throws -> [ZoneResult]
+    /// Creates and deletes zones in one transaction. Deleting a zone deletes its records.
+    /// The zone and database subscriptions that fire create their notifications in the same
+    /// transaction; `caller` names who made the change, so their device is not notified.
+    func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws
+        -> ZoneModifyOutcome
 
     /// Zones created or deleted since `token` (`zones/changes`).
     func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws -> ZoneChangesPage
@@ -50,6 +53,13 @@ public protocol RecordStore: Sendable {
     /// Removes tombstones and deleted zones older than `retentionMillis` and raises the
     /// horizon below which tokens are expired.
     func compact(retentionMillis: Int64, now: Int64) async throws -> CompactionReport
+}
+
+extension RecordStore {
+    /// Creates and deletes zones on behalf of no one in particular (every device is notified).
+    public func modifyZones(_ operations: [ZoneOperation], in database: DatabaseKey) async throws -> [ZoneResult] {
+        try await modifyZones(operations, caller: nil, in: database).results
+    }
 }
 
 /// Rules the HTTP layer decides and the store enforces inside the transaction.

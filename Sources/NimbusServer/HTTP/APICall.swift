@@ -9,6 +9,8 @@ struct APICall: Sendable {
     var body: WireReader
     /// The request's `numbersAsStrings`: INT64 values are written as strings.
     var numbersAsStrings: Bool
+    /// `scheme://host[:port]` the client reached the server at (for URLs handed out).
+    var origin: String = ""
 
     var database: DatabaseKey { identity.database }
 

@@ -15,18 +15,35 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case changesZone = "changes/zone"
     case usersCurrent = "users/current"
     case usersCaller = "users/caller"
+    case subscriptionsList = "subscriptions/list"
+    case subscriptionsLookup = "subscriptions/lookup"
+    case subscriptionsModify = "subscriptions/modify"
+    /// Addressed without a database: `/database/1/{container}/{environment}/tokens/create`.
+    case tokensCreate = "tokens/create"
+    /// Addressed without a database: `/database/1/{container}/{environment}/tokens/register`.
+    case tokensRegister = "tokens/register"
+    /// Nimbus extension: the signed-in user's notification collection since a token.
+    case notificationsChanges = "notifications/changes"
+    /// Nimbus extension: marks notifications of the collection read.
+    case notificationsMarkRead = "notifications/markRead"
 
     /// The HTTP methods the operation answers.
     public var methods: [String] {
         switch self {
         case .zonesList, .usersCurrent: return ["GET", "POST"]
-        case .usersCaller: return ["GET", "POST"]
+        case .usersCaller, .subscriptionsList: return ["GET", "POST"]
         default: return ["POST"]
         }
     }
 
     /// Whether the operation changes data (and so needs a user or an admin key in the public database).
     var isWrite: Bool {
-        self == .recordsModify || self == .zonesModify
+        self == .recordsModify || self == .zonesModify || self == .subscriptionsModify
+    }
+
+    /// Operations of the container environment rather than of one database (CloudKit
+    /// addresses them without the `{database}` path segment; Nimbus accepts both forms).
+    public var isDatabaseless: Bool {
+        self == .tokensCreate || self == .tokensRegister
     }
 }

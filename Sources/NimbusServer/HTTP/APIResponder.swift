@@ -14,6 +14,8 @@ struct APIResponder: Sendable {
     let authenticator: Authenticator
     let maxBodyBytes: Int
     let logger: Logger
+    /// The configured public base URL, if any (see ``PushSettings/publicBaseURL``).
+    var publicBaseURL: String? = nil
 
     static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
@@ -35,7 +37,8 @@ struct APIResponder: Sendable {
         let path = request.uri.path
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         // database / 1 / container / environment / scope / op...
-        guard parts.count >= 7, parts[0] == "database" else { throw CloudKitError(.notFound, "no such endpoint: \(path)") }
+        // (or database / 1 / container / environment / op... for the operations of no database)
+        guard parts.count >= 6, parts[0] == "database" else { throw CloudKitError(.notFound, "no such endpoint: \(path)") }
         guard parts[1] == "1" else {
             throw CloudKitError(.badRequest, "protocol version \(parts[1]) is not supported; use /database/1/")
         }
@@ -43,10 +46,20 @@ struct APIResponder: Sendable {
         guard let environment = ContainerEnvironment(rawValue: parts[3]) else {
             throw CloudKitError(.badRequest, "environment must be development or production, got '\(parts[3])'")
         }
-        guard let scope = DatabaseScope(rawValue: parts[4]) else {
-            throw CloudKitError(.badRequest, "database must be public, private or shared, got '\(parts[4])'")
+        let scope: DatabaseScope
+        let operationPath: String
+        if let operation = APIOperation(rawValue: parts[4...].joined(separator: "/")), operation.isDatabaseless {
+            // Tokens belong to the signed-in user of the container environment, not to a database.
+            scope = .private
+            operationPath = operation.rawValue
+        } else {
+            guard parts.count >= 7 else { throw CloudKitError(.notFound, "no such endpoint: \(path)") }
+            guard let pathScope = DatabaseScope(rawValue: parts[4]) else {
+                throw CloudKitError(.badRequest, "database must be public, private or shared, got '\(parts[4])'")
+            }
+            scope = pathScope
+            operationPath = parts[5...].joined(separator: "/")
         }
-        let operationPath = parts[5...].joined(separator: "/")
         guard let operation = APIOperation(rawValue: operationPath) else {
             throw CloudKitError(.notFound, "no such operation: \(operationPath)")
         }
@@ -83,7 +96,8 @@ struct APIResponder: Sendable {
         _ = try body.object()
         let call = APICall(
             operation: operation, identity: identity, body: body,
-            numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false)
+            numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false,
+            origin: RequestOrigin.of(request, configured: publicBaseURL))
         let result = try await api.handle(call)
         return Self.jsonResponse(result)
     }

@@ -8,6 +8,10 @@ struct CloudKitAPI: Sendable {
     let accounts: any AccountStore
     /// Called after every commit that wrote something (push fan-out hooks in here).
     let onCommit: @Sendable (CommitSummary) async -> Void
+    /// Subscriptions, the notification collection and push tokens.
+    let notifications: any NotificationStore
+    /// Delivers committed notifications to connected devices and web couriers.
+    let push: PushHub
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {
@@ -21,6 +25,13 @@ struct CloudKitAPI: Sendable {
         case .changesDatabase: return try await databaseChanges(call)
         case .changesZone: return try await zoneRecordChanges(call)
         case .usersCurrent, .usersCaller: return try await currentUser(call)
+        case .subscriptionsList: return try await listSubscriptions(call)
+        case .subscriptionsLookup: return try await lookupSubscriptions(call)
+        case .subscriptionsModify: return try await modifySubscriptions(call)
+        case .tokensCreate: return try await createToken(call)
+        case .tokensRegister: return try await registerToken(call)
+        case .notificationsChanges: return try await notificationChanges(call)
+        case .notificationsMarkRead: return try await markNotificationsRead(call)
         }
     }
 

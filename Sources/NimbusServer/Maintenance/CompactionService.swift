@@ -8,6 +8,8 @@ struct CompactionService: Service {
     let retention: Duration
     let interval: Duration
     let logger: Logger
+    /// Whose notification collection to compact with the same retention.
+    var notifications: (any NotificationStore)? = nil
 
     func run() async throws {
         // Graceful shutdown cancels the sleep; that is a normal end, not a failure.
@@ -19,6 +21,11 @@ struct CompactionService: Service {
                     if report.tombstonesRemoved + report.zonesRemoved > 0 {
                         logger.info(
                             "compacted \(report.tombstonesRemoved) tombstones and \(report.zonesRemoved) deleted zones")
+                    }
+                    if let notifications {
+                        let removed = try await notifications.compactNotifications(
+                            retentionMillis: retention.milliseconds, now: CloudKitAPI.now())
+                        if removed > 0 { logger.info("removed \(removed) expired notifications") }
                     }
                 } catch {
                     logger.error("compaction failed: \(error)")

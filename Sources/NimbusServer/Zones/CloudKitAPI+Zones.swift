@@ -79,8 +79,9 @@ extension CloudKitAPI {
                     "'\(reader.path).operationType': unknown zone operation '\(typeName)'; expected create or delete")
             }
         }
-        let results = try await store.modifyZones(operations, in: call.database)
-        let zones: [JSON] = results.map { result in
+        let outcome = try await store.modifyZones(operations, caller: call.identity.caller, in: call.database)
+        await push.deliver(outcome.notifications)
+        let zones: [JSON] = outcome.results.map { result in
             switch result {
             case .saved(let zone): return zoneJSON(zone, call)
             case .deleted(let name): return deletedZoneJSON(name, call)

@@ -42,6 +42,19 @@ public enum ZoneResult: Sendable, Equatable {
 }
 
 
+/// The result of `zones/modify`.
+public struct ZoneModifyOutcome: Sendable {
+    /// One result per operation, in request order.
+    public var results: [ZoneResult]
+    /// The notifications the change created (in the same transaction), for the push hub.
+    public var notifications: [StoredNotification]
+
+    public init(results: [ZoneResult], notifications: [StoredNotification] = []) {
+        self.results = results
+        self.notifications = notifications
+    }
+}
+
 /// What a compaction pass removed.
 public struct CompactionReport: Sendable, Equatable {
     public var tombstonesRemoved: Int

@@ -68,16 +68,20 @@ public struct CommitSummary: Sendable {
     /// for deletes, cascades included).
     public var changes: [(before: StoredRecord?, after: StoredRecord)]
     public var caller: Caller
+    /// The notifications the commit created (in the same transaction), for the push hub.
+    public var notifications: [StoredNotification]
 
     public init(
         database: DatabaseKey, zoneName: String, version: Int64,
-        changes: [(before: StoredRecord?, after: StoredRecord)], caller: Caller
+        changes: [(before: StoredRecord?, after: StoredRecord)], caller: Caller,
+        notifications: [StoredNotification] = []
     ) {
         self.database = database
         self.zoneName = zoneName
         self.version = version
         self.changes = changes
         self.caller = caller
+        self.notifications = notifications
     }
 }
 

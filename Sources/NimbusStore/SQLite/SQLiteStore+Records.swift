@@ -33,8 +33,12 @@ extension SQLiteStore: RecordStore {
                 sql: "UPDATE zones SET change_version = ? WHERE db = ? AND name = ?",
                 arguments: [plan.lastVersion, dbID, zone])
             try Self.setVersion(db, database: dbID, version: plan.lastVersion)
+            let notifications = try Self.recordNotifications(
+                db, database: database, databaseID: dbID, event: .records(zoneName: zone, changes: plan.changes),
+                caller: caller, now: policy.now)
             let summary = CommitSummary(
-                database: database, zoneName: zone, version: plan.lastVersion, changes: plan.changes, caller: caller)
+                database: database, zoneName: zone, version: plan.lastVersion, changes: plan.changes, caller: caller,
+                notifications: notifications)
             return ModifyOutcome(results: plan.results, commit: summary)
         }
     }

@@ -23,11 +23,15 @@ extension SQLiteStore {
         }
     }
 
-    public func modifyZones(_ operations: [ZoneOperation], in database: DatabaseKey) async throws -> [ZoneResult] {
+    public func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws
+        -> ZoneModifyOutcome
+    {
         try await pool.write { db in
             let (dbID, baseVersion) = try Self.ensureDatabase(db, database)
             var version = baseVersion
             var results: [ZoneResult] = []
+            var created: [String] = []
+            var deleted: [String] = []
             let now = Self.nowMillis()
             for operation in operations {
                 switch operation {
@@ -44,6 +48,7 @@ extension SQLiteStore {
                             VALUES (?, ?, ?, ?, ?, 0, 0)
                             """,
                         arguments: [dbID, name, version, version, version])
+                    created.append(name)
                     results.append(.saved(try Self.zone(db, database: dbID, name: name)!))
                 case .delete(let name):
                     guard name != ZoneID.defaultZoneName else {
@@ -68,11 +73,16 @@ extension SQLiteStore {
                             """,
                         arguments: [now, version, version, dbID, name])
                     _ = existing
+                    deleted.append(name)
                     results.append(.deleted(zoneName: name))
                 }
             }
-            if version != baseVersion { try Self.setVersion(db, database: dbID, version: version) }
-            return results
+            guard version != baseVersion else { return ZoneModifyOutcome(results: results) }
+            try Self.setVersion(db, database: dbID, version: version)
+            let notifications = try Self.recordNotifications(
+                db, database: database, databaseID: dbID, event: .zones(created: created, deleted: deleted),
+                caller: caller, now: now)
+            return ZoneModifyOutcome(results: results, notifications: notifications)
         }
     }
 

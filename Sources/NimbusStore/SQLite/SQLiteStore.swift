@@ -127,6 +127,7 @@ public final class SQLiteStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("v2", migrate: migrateV2)
         return migrator
     }
 }

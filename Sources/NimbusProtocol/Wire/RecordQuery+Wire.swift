@@ -1,0 +1,118 @@
+extension RecordQuery {
+    /// Decodes a query dictionary `{recordType, filterBy?, sortBy?}`.
+    public init(wire reader: WireReader) throws(CloudKitError) {
+        _ = try reader.object()
+        let recordType = try reader.required("recordType").string()
+        guard !recordType.isEmpty else { throw .badRequest("'\(reader.path).recordType' must not be empty") }
+        var filters: [QueryFilter] = []
+        for filterReader in try reader.optional("filterBy")?.array() ?? [] {
+            filters.append(try QueryFilter(wire: filterReader))
+        }
+        var sorts: [QuerySort] = []
+        for sortReader in try reader.optional("sortBy")?.array() ?? [] {
+            sorts.append(try QuerySort(wire: sortReader))
+        }
+        self.init(recordType: recordType, filters: filters, sorts: sorts)
+    }
+
+    /// The query dictionary.
+    public var wireJSON: JSON {
+        var members: [String: JSON] = ["recordType": .string(recordType)]
+        if !filters.isEmpty { members["filterBy"] = .array(filters.map(\.wireJSON)) }
+        if !sorts.isEmpty { members["sortBy"] = .array(sorts.map(\.wireJSON)) }
+        return .object(members)
+    }
+}
+
+extension QueryFilter.Target {
+    /// Reads `fieldName` or `systemFieldName` (exactly one).
+    init(wire reader: WireReader) throws(CloudKitError) {
+        let fieldName = try reader.optionalString("fieldName")
+        let systemName = try reader.optionalString("systemFieldName")
+        switch (fieldName, systemName) {
+        case (let name?, nil):
+            guard !name.isEmpty else { throw .badRequest("'\(reader.path).fieldName' must not be empty") }
+            self = .field(name)
+        case (nil, let name?):
+            guard let field = QueryFilter.SystemField(wireName: name) else {
+                throw .badRequest(
+                    "'\(reader.path).systemFieldName': unknown system field '\(name)'; expected one of "
+                        + QueryFilter.SystemField.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            self = .system(field)
+        case (.some, .some):
+            throw .badRequest("'\(reader.path)' has both fieldName and systemFieldName; give one")
+        case (nil, nil):
+            throw .badRequest("'\(reader.path)' needs a fieldName or a systemFieldName")
+        }
+    }
+
+    func write(into members: inout [String: JSON]) {
+        switch self {
+        case .field(let name): members["fieldName"] = .string(name)
+        case .system(let field): members["systemFieldName"] = .string(field.rawValue)
+        }
+    }
+}
+
+extension QueryFilter {
+    /// Decodes a filter dictionary `{comparator, fieldName | systemFieldName, fieldValue, distance?}`.
+    public init(wire reader: WireReader) throws(CloudKitError) {
+        _ = try reader.object()
+        let name = try reader.required("comparator").string()
+        guard let comparator = Comparator(rawValue: name.uppercased()) else {
+            throw .badRequest(
+                "'\(reader.path).comparator': unknown comparator '\(name)'; expected one of "
+                    + Comparator.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let target = try Target(wire: reader)
+        let value = try FieldValue(wire: reader.required("fieldValue"))
+        let distance = try reader.optional("distance")?.double()
+        if comparator == .near {
+            guard case .location = value else {
+                throw .badRequest("'\(reader.path).fieldValue': NEAR compares with a LOCATION value")
+            }
+            guard let distance, distance >= 0 else {
+                throw .badRequest("'\(reader.path).distance': NEAR needs a distance in meters (0 or more)")
+            }
+        }
+        if comparator.takesList, case .list = value {
+        } else if comparator.takesList {
+            throw .badRequest("'\(reader.path).fieldValue': \(comparator.rawValue) compares with a list value")
+        }
+        self.init(target, comparator, value, distance: distance)
+    }
+
+    /// The filter dictionary.
+    public var wireJSON: JSON {
+        var members: [String: JSON] = ["comparator": .string(comparator.rawValue), "fieldValue": value.wireJSON()]
+        target.write(into: &members)
+        if let distance { members["distance"] = .double(distance) }
+        return .object(members)
+    }
+}
+
+extension QuerySort {
+    /// Decodes a sort dictionary `{fieldName | systemFieldName, ascending?, relativeLocation?}`.
+    public init(wire reader: WireReader) throws(CloudKitError) {
+        _ = try reader.object()
+        let target = try QueryFilter.Target(wire: reader)
+        let location = try reader.optional("relativeLocation").map { r throws(CloudKitError) in
+            // Accept both a bare location and a field value dictionary {value, type}.
+            let value = try FieldValue(wire: r)
+            guard case .location(let location) = value else {
+                throw CloudKitError.badRequest("'\(r.path)' must be a location")
+            }
+            return location
+        }
+        self.init(target, ascending: try reader.optionalBool("ascending") ?? true, relativeLocation: location)
+    }
+
+    /// The sort dictionary.
+    public var wireJSON: JSON {
+        var members: [String: JSON] = ["ascending": .bool(ascending)]
+        target.write(into: &members)
+        if let relativeLocation { members["relativeLocation"] = FieldValue.location(relativeLocation).wireJSON() }
+        return .object(members)
+    }
+}

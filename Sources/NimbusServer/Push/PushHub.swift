@@ -1,0 +1,89 @@
+import NIOCore
+import NimbusStore
+
+/// Delivers committed notifications to the connected devices of their recipients and wakes
+/// the web couriers waiting for them.
+///
+/// Delivery never waits on a device: each connection has a bounded outbox
+/// (``PushConnection``), so a slow or dead socket holds up neither the commit that made the
+/// notification nor any other device's push.
+///
+/// The device that made a change is not sent its notification; every other connected
+/// device of the recipient is. Devices that were offline catch up when they reconnect
+/// (``NotificationStore/catchUp(device:for:now:)``).
+public actor PushHub {
+    private var devices: [NotificationRecipient: [ObjectIdentifier: PushConnection]] = [:]
+    private var couriers: [NotificationRecipient: [ObjectIdentifier: CourierSignal]] = [:]
+    private var connectionCount = 0
+    private var isShutDown = false
+
+    public init() {}
+
+    /// The number of connected devices.
+    public var connectedDevices: Int { connectionCount }
+
+    /// The connected devices of a user.
+    public func connectedDevices(of recipient: NotificationRecipient) -> [String] {
+        devices[recipient, default: [:]].values.map(\.deviceID).sorted()
+    }
+
+    func register(_ connection: PushConnection) {
+        guard !isShutDown else {
+            connection.close()
+            return
+        }
+        devices[connection.recipient, default: [:]][ObjectIdentifier(connection)] = connection
+        connectionCount += 1
+    }
+
+    func unregister(_ connection: PushConnection) {
+        guard devices[connection.recipient]?.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        if devices[connection.recipient]?.isEmpty == true { devices[connection.recipient] = nil }
+        connectionCount -= 1
+    }
+
+    /// Queues each notification for every connected device of its recipient except the one
+    /// that made the change, and wakes the recipient's web couriers. Returns at once.
+    public func deliver(_ notifications: [StoredNotification]) {
+        for notification in notifications {
+            if let connections = devices[notification.recipient] {
+                let frame = PushFrame(sequence: notification.sequence, payload: ByteBuffer(string: notification.payload))
+                for connection in connections.values {
+                    if notification.originated(byDevice: connection.deviceID) {
+                        connection.skip(through: notification.sequence)
+                    } else {
+                        connection.enqueue(frame)
+                    }
+                }
+            }
+            if let waiting = couriers[notification.recipient] {
+                for signal in waiting.values { signal.fire() }
+            }
+        }
+    }
+
+    /// Every connection, for the sweeper.
+    func allConnections() -> [PushConnection] {
+        devices.values.flatMap(\.values)
+    }
+
+    func addCourier(_ signal: CourierSignal, for recipient: NotificationRecipient) {
+        guard !isShutDown else {
+            signal.fire()
+            return
+        }
+        couriers[recipient, default: [:]][ObjectIdentifier(signal)] = signal
+    }
+
+    func removeCourier(_ signal: CourierSignal, for recipient: NotificationRecipient) {
+        couriers[recipient]?.removeValue(forKey: ObjectIdentifier(signal))
+        if couriers[recipient]?.isEmpty == true { couriers[recipient] = nil }
+    }
+
+    /// Ends every long poll and refuses new ones (server shutdown).
+    func shutDown() {
+        isShutDown = true
+        for signal in couriers.values.flatMap(\.values) { signal.fire() }
+        couriers = [:]
+    }
+}

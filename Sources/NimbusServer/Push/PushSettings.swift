@@ -1,0 +1,31 @@
+/// How the push channel behaves. Every value has a default.
+public struct PushSettings: Sendable {
+    /// How often the server pings an idle WebSocket. A connection that has not answered the
+    /// previous ping by the next one is closed.
+    public var heartbeatInterval: Duration
+    /// A connection whose socket accepts no bytes for this long (a dead or stalled peer) is
+    /// closed, so it never holds pushes or memory for longer.
+    public var writeTimeout: Duration
+    /// Pushes queued for one connection at most. A connection that falls this far behind is
+    /// closed; the device reconnects and gets one coalesced push for what it missed.
+    public var bufferLimit: Int
+    /// How long a web courier long poll is held open before it returns empty.
+    public var courierTimeout: Duration
+    /// How often stalled connections are looked for.
+    public var sweepInterval: Duration
+    /// The base URL clients reach the server at, for `webcourierURL` (`https://sync.example.com`).
+    /// When `nil`, the request's `Host` (or `X-Forwarded-Host` and `X-Forwarded-Proto`) is used.
+    public var publicBaseURL: String?
+
+    public init(
+        heartbeatInterval: Duration = .seconds(30), writeTimeout: Duration = .seconds(10), bufferLimit: Int = 128,
+        courierTimeout: Duration = .seconds(30), sweepInterval: Duration = .seconds(1), publicBaseURL: String? = nil
+    ) {
+        self.heartbeatInterval = heartbeatInterval
+        self.writeTimeout = writeTimeout
+        self.bufferLimit = bufferLimit
+        self.courierTimeout = courierTimeout
+        self.sweepInterval = sweepInterval
+        self.publicBaseURL = publicBaseURL
+    }
+}

@@ -1,0 +1,117 @@
+import NimbusProtocol
+import NimbusStore
+
+extension CloudKitAPI {
+    /// `subscriptions/modify`: `operations[{operationType: create|update|delete, subscription}]`.
+    /// Saving replaces a subscription with the same ID (create and update both save).
+    func modifySubscriptions(_ call: APICall) async throws -> JSON {
+        let owner = try subscriber(call)
+        let readers = try call.body.required("operations").array()
+        guard readers.count <= ProtocolLimits.maxOperations else {
+            throw CloudKitError(
+                .limitExceeded,
+                "\(readers.count) operations in one request; the limit is \(ProtocolLimits.maxOperations): split the batch")
+        }
+        var operations: [SubscriptionOperation] = []
+        for reader in readers {
+            let typeName = try reader.required("operationType").string()
+            let subscriptionReader = try reader.required("subscription")
+            switch typeName {
+            case "create", "update", "forceUpdate", "replace", "forceReplace":
+                let subscription = try Subscription(wire: subscriptionReader)
+                try check(subscription, reader: subscriptionReader, call)
+                operations.append(.save(subscription))
+            case "delete", "forceDelete":
+                operations.append(.delete(subscriptionID: try subscriptionReader.required("subscriptionID").string()))
+            default:
+                throw CloudKitError.badRequest(
+                    "'\(reader.path).operationType': unknown subscription operation '\(typeName)'; expected create, update or delete")
+            }
+        }
+        let results = try await notifications.modifySubscriptions(operations, owner: owner, in: call.database)
+        return .object([
+            "subscriptions": .array(
+                results.map { result in
+                    switch result {
+                    case .saved(let subscription):
+                        return subscription.wireJSON(zoneOwner: call.database.owner)
+                    case .deleted(let id):
+                        return .object(["subscriptionID": .string(id), "deleted": .bool(true)])
+                    case .failed(let id, let error):
+                        return subscriptionError(error, id: id, call)
+                    }
+                })
+        ])
+    }
+
+    /// `subscriptions/list`: the caller's subscriptions in the database.
+    func listSubscriptions(_ call: APICall) async throws -> JSON {
+        let subscriptions = try await notifications.listSubscriptions(owner: try subscriber(call), in: call.database)
+        return .object(["subscriptions": .array(subscriptions.map { $0.wireJSON(zoneOwner: call.database.owner) })])
+    }
+
+    /// `subscriptions/lookup`: `subscriptions[{subscriptionID}]`; NOT_FOUND in place of missing ones.
+    func lookupSubscriptions(_ call: APICall) async throws -> JSON {
+        let owner = try subscriber(call)
+        let readers = try call.body.required("subscriptions").array()
+        guard readers.count <= ProtocolLimits.maxOperations else {
+            throw CloudKitError(
+                .limitExceeded, "\(readers.count) subscriptions in one lookup; the limit is \(ProtocolLimits.maxOperations)")
+        }
+        var ids: [String] = []
+        for reader in readers {
+            if case .string(let id) = reader.json { ids.append(id) } else { ids.append(try reader.required("subscriptionID").string()) }
+        }
+        let found = try await notifications.lookupSubscriptions(ids, owner: owner, in: call.database)
+        return .object([
+            "subscriptions": .array(
+                zip(ids, found).map { id, subscription in
+                    guard let subscription else {
+                        return subscriptionError(
+                            CloudKitError(.notFound, "subscription '\(id)' does not exist"), id: id, call)
+                    }
+                    return subscription.wireJSON(zoneOwner: call.database.owner)
+                })
+        ])
+    }
+
+    /// Subscriptions belong to a signed-in user, who is the one notified.
+    private func subscriber(_ call: APICall) throws(CloudKitError) -> String {
+        guard let user = call.identity.user else {
+            throw CloudKitError(
+                .authenticationRequired, "subscriptions belong to a signed-in user (the one notified): pass ckWebAuthToken")
+        }
+        return user.recordName
+    }
+
+    /// The rules CloudKit applies to where each kind of subscription may live.
+    private func check(_ subscription: Subscription, reader: WireReader, _ call: APICall) throws(CloudKitError) {
+        if let zoneReader = try reader.optional("zoneID") { try call.identity.checkOwner(of: try ZoneID(wire: zoneReader)) }
+        switch subscription.kind {
+        case .query:
+            break
+        case .zone(let zoneName, _):
+            guard call.identity.scope != .public else {
+                throw .badRequest(
+                    "the public database supports query subscriptions only (it has no custom zones); "
+                        + "subscribe with subscriptionType \"query\"")
+            }
+            guard zoneName != ZoneID.defaultZoneName else {
+                throw .badRequest(
+                    "zone subscriptions are not supported on the default zone, as in CloudKit; create a custom zone, "
+                        + "or use a database or query subscription")
+            }
+        case .database:
+            guard call.identity.scope != .public else {
+                throw .badRequest(
+                    "the public database supports query subscriptions only; database subscriptions watch a private database")
+            }
+        }
+    }
+
+    private func subscriptionError(_ error: CloudKitError, id: String, _ call: APICall) -> JSON {
+        guard case .object(var members) = call.errorJSON(error) else { return call.errorJSON(error) }
+        members["subscriptionID"] = .string(id)
+        return .object(members)
+    }
+}
