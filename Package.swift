@@ -129,6 +129,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                // Real WebSocket clients for the push channel tests.
+                .product(name: "WSClient", package: "swift-websocket"),
+                // Reaching into the store's file to prove notifications share the write's transaction.
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),

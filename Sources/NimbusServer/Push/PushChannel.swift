@@ -52,9 +52,32 @@ struct PushChannel: Sendable {
             let reason = Self.closeReason(error)
             let code: WebSocketErrorCode = error is CloudKitError ? .policyViolation : .unexpectedServerError
             if !(error is CloudKitError) { self.logger.error("push connection failed: \(error)") }
-            return .upgrade([:]) { _, outbound, _ in
-                try await outbound.close(code, reason: reason)
+            return .upgrade([:]) { inbound, outbound, _ in
+                try await Self.refuse(code: code, reason: reason, inbound: inbound, outbound: outbound)
             }
+        }
+    }
+
+    /// Sends the close frame, then waits (at most 10 s) for the client's answer before the
+    /// connection is closed. The close frame must not be followed at once by the end of the
+    /// stream: a client still installing its WebSocket handlers after the upgrade response
+    /// can miss that event and hang (swift-websocket 1.6); a frame it never misses.
+    static func refuse(
+        code: WebSocketErrorCode, reason: String, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter
+    ) async throws {
+        var data = ByteBuffer()
+        data.write(webSocketErrorCode: code)
+        data.writeString(reason)
+        try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for try await _ in inbound {}
+                } catch {}
+            }
+            group.addTask { try? await Task.sleep(for: .seconds(10)) }
+            await group.next()
+            group.cancelAll()
         }
     }
 
@@ -145,7 +168,9 @@ struct PushChannel: Sendable {
     /// The latest missed notification's payload, marked as standing for `count` notifications.
     static func coalescedPayload(_ missed: MissedNotifications) -> String {
         guard case .object(var members)? = try? JSON.parse(missed.latest.payload) else { return missed.latest.payload }
-        members["nimbus"] = .object(["coalesced": .int(missed.count)])
+        var nimbus = members["nimbus"]?.object ?? [:]
+        nimbus["coalesced"] = .int(missed.count)
+        members["nimbus"] = .object(nimbus)
         return JSON.object(members).serialized()
     }
 

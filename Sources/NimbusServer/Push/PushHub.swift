@@ -16,6 +16,8 @@ public actor PushHub {
     private var couriers: [NotificationRecipient: [ObjectIdentifier: CourierSignal]] = [:]
     private var connectionCount = 0
     private var isShutDown = false
+    private var watchers: [UInt64: (recipient: NotificationRecipient, count: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
+    private var nextWatcher: UInt64 = 0
 
     public init() {}
 
@@ -34,12 +36,45 @@ public actor PushHub {
         }
         devices[connection.recipient, default: [:]][ObjectIdentifier(connection)] = connection
         connectionCount += 1
+        notifyWatchers(of: connection.recipient)
     }
 
     func unregister(_ connection: PushConnection) {
         guard devices[connection.recipient]?.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
         if devices[connection.recipient]?.isEmpty == true { devices[connection.recipient] = nil }
         connectionCount -= 1
+        notifyWatchers(of: connection.recipient)
+    }
+
+    /// Returns once exactly `count` devices of `recipient` are connected (for tests and
+    /// tools that must know a connection or a disconnection has been seen). Cancellable.
+    public func waitForConnectedDevices(_ count: Int, of recipient: NotificationRecipient) async {
+        guard devices[recipient, default: [:]].count != count else { return }
+        let id = nextWatcher
+        nextWatcher += 1
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if Task.isCancelled {
+                    continuation.resume()
+                } else {
+                    watchers[id] = (recipient, count, continuation)
+                }
+            }
+        } onCancel: {
+            Task { await self.cancelWatcher(id) }
+        }
+    }
+
+    private func cancelWatcher(_ id: UInt64) {
+        watchers.removeValue(forKey: id)?.continuation.resume()
+    }
+
+    private func notifyWatchers(of recipient: NotificationRecipient) {
+        let current = devices[recipient, default: [:]].count
+        for (id, watcher) in watchers where watcher.recipient == recipient && watcher.count == current {
+            watchers.removeValue(forKey: id)
+            watcher.continuation.resume()
+        }
     }
 
     /// Queues each notification for every connected device of its recipient except the one

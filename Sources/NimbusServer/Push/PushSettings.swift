@@ -7,7 +7,9 @@ public struct PushSettings: Sendable {
     /// closed, so it never holds pushes or memory for longer.
     public var writeTimeout: Duration
     /// Pushes queued for one connection at most. A connection that falls this far behind is
-    /// closed; the device reconnects and gets one coalesced push for what it missed.
+    /// closed; the device reconnects and gets one coalesced push for what it missed. Queued
+    /// payloads are shared by every device they go to, so a queue entry costs a reference;
+    /// leave room for a burst (one commit of 200 records can fire 200 query notifications).
     public var bufferLimit: Int
     /// How long a web courier long poll is held open before it returns empty.
     public var courierTimeout: Duration
@@ -18,7 +20,7 @@ public struct PushSettings: Sendable {
     public var publicBaseURL: String?
 
     public init(
-        heartbeatInterval: Duration = .seconds(30), writeTimeout: Duration = .seconds(10), bufferLimit: Int = 128,
+        heartbeatInterval: Duration = .seconds(30), writeTimeout: Duration = .seconds(10), bufferLimit: Int = 1024,
         courierTimeout: Duration = .seconds(30), sweepInterval: Duration = .seconds(1), publicBaseURL: String? = nil
     ) {
         self.heartbeatInterval = heartbeatInterval

@@ -14,7 +14,14 @@ import NimbusProtocol
 /// notifications (`{dbs, sid}`). `dbs` is the database scope (1 public, 2 private, 3
 /// shared), `fo` the reason (1 created, 2 updated, 3 deleted), `af` the values of the
 /// subscription's `desiredKeys`. `ce` is the constant 2 that CloudKit's payloads carry.
+///
+/// Like CloudKit, which keeps payloads under the APNs limit, Nimbus keeps each payload within
+/// ``maxBytes``: it drops `af` first (marking the payload `"nimbus": {"pruned": true}`), then
+/// shortens the alert texts. The client fetches the record for the full data.
 public enum PushPayload {
+    /// The largest payload, in bytes of JSON (APNs' limit for a notification).
+    public static let maxBytes = 4096
+
     /// The payload of a notification.
     /// - Parameters:
     ///   - zoneOwner: the owner record name of the database's zones (`zoid`).
@@ -57,7 +64,31 @@ public enum PushPayload {
         case .database:
             ck["met"] = .object(body)
         }
-        return .object(["aps": .object(aps(info, record: draft.record, badge: badge)), "ck": .object(ck)])
+        var payload: [String: JSON] = ["aps": .object(aps(info, record: draft.record, badge: badge)), "ck": .object(ck)]
+        guard JSON.object(payload).serializedBytes().count > maxBytes else { return .object(payload) }
+        if case .object(var query)? = ck["qry"], query["af"] != nil {
+            query["af"] = nil
+            ck["qry"] = .object(query)
+            payload["ck"] = .object(ck)
+            payload["nimbus"] = ["pruned": true]
+        }
+        if JSON.object(payload).serializedBytes().count > maxBytes, case .object(var aps)? = payload["aps"],
+            case .object(var alert)? = aps["alert"]
+        {
+            for (key, value) in alert {
+                if case .string(let text) = value, text.utf8.count > 256 { alert[key] = .string(String(text.prefix(256))) }
+                if case .array(let texts) = value { alert[key] = .array(texts.prefix(8).map(Self.shortened)) }
+            }
+            aps["alert"] = .object(alert)
+            payload["aps"] = .object(aps)
+            payload["nimbus"] = ["pruned": true]
+        }
+        return .object(payload)
+    }
+
+    private static func shortened(_ value: JSON) -> JSON {
+        guard case .string(let text) = value, text.utf8.count > 64 else { return value }
+        return .string(String(text.prefix(64)))
     }
 
     /// The `aps` dictionary. A notification that would show nothing (no alert, sound or
