@@ -15,10 +15,11 @@ public protocol NotificationStore: Sendable {
         async throws -> [SubscriptionResult]
 
     /// The owner's subscriptions in a database, by subscription ID.
-    func listSubscriptions(owner: String, in database: DatabaseKey) async throws -> [Subscription]
+    func listSubscriptions(owner: String, in database: DatabaseKey) async throws -> [SubscriptionDefinition]
 
     /// Subscriptions by ID, in the order asked; `nil` for a missing one.
-    func lookupSubscriptions(_ ids: [String], owner: String, in database: DatabaseKey) async throws -> [Subscription?]
+    func lookupSubscriptions(_ ids: [String], owner: String, in database: DatabaseKey) async throws
+        -> [SubscriptionDefinition?]
 
     /// The recipient's notifications created or marked read since `token` (from the start
     /// when `nil`), in order.

@@ -88,7 +88,7 @@ struct NotificationCollectionTests {
         let caller = Caller(userRecordName: "_alice", deviceID: "phone")
         let policy = WritePolicy(creatorOnlyWrites: false, now: 1_000)
         _ = try await store.modifyZones([.create(zoneName: "Z")], caller: caller, in: database)
-        let subscription = Subscription(subscriptionID: "z", kind: .zone(zoneName: "Z", recordType: nil))
+        let subscription = SubscriptionDefinition(subscriptionID: "z", kind: .zone(zoneName: "Z", recordType: nil))
         _ = try await store.modifySubscriptions([.save(subscription)], owner: "_alice", in: database)
         let recipient = NotificationRecipient(container: "iCloud.t", environment: .development, userRecordName: "_alice")
 

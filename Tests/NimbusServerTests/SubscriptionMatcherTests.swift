@@ -3,7 +3,7 @@ import NimbusStore
 import Testing
 
 /// Which subscriptions a commit fires, without a database.
-@Suite("Subscription matching")
+@Suite("SubscriptionDefinition matching")
 struct SubscriptionMatcherTests {
     static func row(_ name: String, _ fields: [String: FieldValue] = [:], type: String = "Article", version: Int64 = 1, deleted: Bool = false) -> StoredRecord {
         StoredRecord(
@@ -12,9 +12,9 @@ struct SubscriptionMatcherTests {
             createdVersion: 1, deleted: deleted)
     }
 
-    static func stored(_ id: String, _ kind: Subscription.Kind, owner: String = "_alice") -> StoredSubscription {
+    static func stored(_ id: String, _ kind: SubscriptionDefinition.Kind, owner: String = "_alice") -> StoredSubscription {
         StoredSubscription(
-            subscription: Subscription(subscriptionID: id, kind: kind), owner: owner, createdAt: 0)
+            subscription: SubscriptionDefinition(subscriptionID: id, kind: kind), owner: owner, createdAt: 0)
     }
 
     static let bookmarked = RecordQuery(recordType: "Article", filters: [QueryFilter(field: "bookmarked", .equals, 1)])
@@ -25,7 +25,7 @@ struct SubscriptionMatcherTests {
 
     @Test func queryEvaluatesBeforeAndAfterEachChange() {
         let query = Self.stored(
-            "q", .query(Self.bookmarked, scope: .zone("News"), firesOn: Set(Subscription.FiringEvent.allCases), firesOnce: false))
+            "q", .query(Self.bookmarked, scope: .zone("News"), firesOn: Set(SubscriptionDefinition.FiringEvent.allCases), firesOnce: false))
         let off = Self.row("a", ["bookmarked": 0])
         let on = Self.row("a", ["bookmarked": 1], version: 2)
         let gone = Self.row("a", version: 3, deleted: true)
@@ -79,8 +79,8 @@ struct SubscriptionMatcherTests {
     }
 
     @Test func subscriptionsDecodeAsCloudKitDefinesThem() throws {
-        func decode(_ text: String) throws -> Subscription {
-            try Subscription(wire: WireReader(try JSON.parse(text), path: "subscription"))
+        func decode(_ text: String) throws -> SubscriptionDefinition {
+            try SubscriptionDefinition(wire: WireReader(try JSON.parse(text), path: "subscription"))
         }
         let zone = try decode(#"{"subscriptionID": "s", "subscriptionType": "zone", "zoneID": {"zoneName": "Z"}}"#)
         #expect(zone.kind == .zone(zoneName: "Z", recordType: nil))
@@ -100,7 +100,7 @@ struct SubscriptionMatcherTests {
         #expect(throws: CloudKitError.self) { try decode(#"{"subscriptionID": "x", "subscriptionType": "push"}"#) }
         // What is written decodes to the same subscription.
         for subscription in [zone, query, wide] {
-            #expect(try Subscription(wire: WireReader(subscription.wireJSON(zoneOwner: "_alice"))) == subscription)
+            #expect(try SubscriptionDefinition(wire: WireReader(subscription.wireJSON(zoneOwner: "_alice"))) == subscription)
         }
     }
 }
@@ -110,7 +110,7 @@ struct SubscriptionMatcherTests {
 struct PushPayloadTests {
     func draft(_ kind: NotificationKind, info: NotificationInfo = NotificationInfo(shouldSendContentAvailable: true), record: Record? = nil) -> NotificationDraft {
         let subscription = StoredSubscription(
-            subscription: Subscription(subscriptionID: "sub", kind: .database, notificationInfo: info), owner: "_bob",
+            subscription: SubscriptionDefinition(subscriptionID: "sub", kind: .database, notificationInfo: info), owner: "_bob",
             createdAt: 0)
         switch kind {
         case .query:

@@ -18,7 +18,7 @@ extension CloudKitAPI {
             let subscriptionReader = try reader.required("subscription")
             switch typeName {
             case "create", "update", "forceUpdate", "replace", "forceReplace":
-                let subscription = try Subscription(wire: subscriptionReader)
+                let subscription = try SubscriptionDefinition(wire: subscriptionReader)
                 try check(subscription, reader: subscriptionReader, call)
                 operations.append(.save(subscription))
             case "delete", "forceDelete":
@@ -85,7 +85,7 @@ extension CloudKitAPI {
     }
 
     /// The rules CloudKit applies to where each kind of subscription may live.
-    private func check(_ subscription: Subscription, reader: WireReader, _ call: APICall) throws(CloudKitError) {
+    private func check(_ subscription: SubscriptionDefinition, reader: WireReader, _ call: APICall) throws(CloudKitError) {
         if let zoneReader = try reader.optional("zoneID") { try call.identity.checkOwner(of: try ZoneID(wire: zoneReader)) }
         switch subscription.kind {
         case .query:

@@ -6,13 +6,13 @@ import NimbusProtocol
 /// database each user's subscriptions are their own: they see only those, and only they are
 /// notified.
 public struct StoredSubscription: Sendable, Hashable {
-    public var subscription: Subscription
+    public var subscription: SubscriptionDefinition
     /// The user record name of the subscriber: who is notified.
     public var owner: String
     /// Milliseconds since the epoch.
     public var createdAt: Int64
 
-    public init(subscription: Subscription, owner: String, createdAt: Int64) {
+    public init(subscription: SubscriptionDefinition, owner: String, createdAt: Int64) {
         self.subscription = subscription
         self.owner = owner
         self.createdAt = createdAt
@@ -22,7 +22,7 @@ public struct StoredSubscription: Sendable, Hashable {
 /// One operation of `subscriptions/modify`.
 public enum SubscriptionOperation: Sendable, Hashable {
     /// Creates the subscription, or replaces the one with the same ID.
-    case save(Subscription)
+    case save(SubscriptionDefinition)
     case delete(subscriptionID: String)
 
     public var subscriptionID: String {
@@ -35,7 +35,7 @@ public enum SubscriptionOperation: Sendable, Hashable {
 
 /// The outcome of one subscription operation, in request order.
 public enum SubscriptionResult: Sendable, Equatable {
-    case saved(Subscription)
+    case saved(SubscriptionDefinition)
     case deleted(subscriptionID: String)
     case failed(subscriptionID: String, error: CloudKitError)
 }

@@ -49,7 +49,7 @@ extension SQLiteStore: NotificationStore {
         }
     }
 
-    public func listSubscriptions(owner: String, in database: DatabaseKey) async throws -> [Subscription] {
+    public func listSubscriptions(owner: String, in database: DatabaseKey) async throws -> [SubscriptionDefinition] {
         try await pool.read { db in
             guard let dbRow = try Self.databaseRow(db, database) else { return [] }
             return try Row.fetchAll(
@@ -60,7 +60,7 @@ extension SQLiteStore: NotificationStore {
     }
 
     public func lookupSubscriptions(_ ids: [String], owner: String, in database: DatabaseKey) async throws
-        -> [Subscription?]
+        -> [SubscriptionDefinition?]
     {
         try await pool.read { db in
             guard let dbRow = try Self.databaseRow(db, database) else { return ids.map { _ in nil } }
@@ -74,9 +74,9 @@ extension SQLiteStore: NotificationStore {
     }
 
     /// Parses a stored subscription definition.
-    static func subscription(definition: String) throws -> Subscription {
+    static func subscription(definition: String) throws -> SubscriptionDefinition {
         do {
-            return try Subscription(wire: WireReader(try JSON.parse(definition)))
+            return try SubscriptionDefinition(wire: WireReader(try JSON.parse(definition)))
         } catch {
             throw CloudKitError(.internalError, "a stored subscription is corrupt: \(error)")
         }

@@ -131,7 +131,7 @@ private struct RecordCache {
 
     /// The reason a query subscription fires for the change at `index`, with the record it
     /// is about, or `nil`.
-    mutating func evaluate(_ query: RecordQuery, firesOn: Set<Subscription.FiringEvent>, at index: Int)
+    mutating func evaluate(_ query: RecordQuery, firesOn: Set<SubscriptionDefinition.FiringEvent>, at index: Int)
         -> (QueryNotificationReason, Record)?
     {
         let change = changes[index]

@@ -9,7 +9,7 @@
 /// ```
 /// `subscriptionType` is `query`, `zone` or (Nimbus extension, CloudKit's database
 /// subscription) `database`.
-public struct Subscription: Sendable, Hashable {
+public struct SubscriptionDefinition: Sendable, Hashable {
     /// What a subscription watches.
     public enum Kind: Sendable, Hashable {
         /// Records matching `query` in `scope`; fires on the chosen events.

@@ -1,4 +1,4 @@
-extension Subscription {
+extension SubscriptionDefinition {
     /// Decodes a subscription dictionary, checking it as CloudKit does: a zone subscription
     /// names its zone and has no `desiredKeys`; a query subscription has a query with a
     /// record type and at least one `firesOn` event.
