@@ -53,6 +53,15 @@ final class LiveServer: Sendable {
             deviceID: device)
     }
 
+    /// Waits until the server has `count` push connections for the container's user.
+    func waitForPushDevices(_ count: Int, of container: Container) async throws {
+        let recipient = NotificationRecipient(
+            container: Self.containerID, environment: .development,
+            userRecordName: try await container.userRecordID().recordName)
+        let hub = server.push
+        try await withTimeout("\(count) push connections") { await hub.waitForConnectedDevices(count, of: recipient) }
+    }
+
     /// A container with only the API token (no user).
     func anonymousContainer() -> Container {
         Container(identifier: Self.containerID, baseURL: baseURL, credentials: .apiToken(apiToken), deviceID: "anon")
