@@ -1,6 +1,7 @@
 import Foundation
 import Nimbus
 import NimbusServer
+import NimbusStore
 import Testing
 
 /// Subscriptions, the push channel and the notification collection against a real server.
@@ -155,5 +156,40 @@ struct PushIntegrationTests {
             #expect(recorder.events.last == "down notAuthenticated final")
             #expect(!recorder.events.contains("down networkFailure"))
         }
+    }
+
+    @Test func theClientReconnectsWhenTheServerComesBack() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sdk-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try await LiveServer.start(directory: directory)
+        let apiToken = try await first.store.createContainer(LiveServer.containerID).token
+        func container(_ device: String) async throws -> Container {
+            let user = try await first.store.createUser(
+                name: "ana", email: nil, firstName: nil, lastName: nil, container: LiveServer.containerID)
+            return Container(
+                identifier: LiveServer.containerID, baseURL: URL(string: first.baseURL)!,
+                credentials: .apiToken(apiToken, webAuthToken: user.token), deviceID: device)
+        }
+        let phone = try await container("phone")
+        let laptop = try await container("laptop")
+        try await laptop.privateCloudDatabase.save(RecordZone(zoneID: readingList))
+        try await laptop.privateCloudDatabase.save(Subscription(id: "reading-list", kind: .recordZone(readingList)))
+
+        let pushes = PushRecorder(PushClient(container: phone))
+        defer { pushes.stop() }
+        try await pushes.wait(for: 1, "connected")
+
+        try await withTimeout("the server to stop") { try await first.stop() }
+        try await pushes.wait(for: 1, "down")
+
+        let second = try await LiveServer.start(directory: directory, port: first.port)
+        try await pushes.wait(for: 2, "connected")
+        var record = Record(recordType: "Bookmark", recordID: Record.ID(recordName: "after", zoneID: readingList))
+        record["title"] = "after the restart"
+        try await laptop.privateCloudDatabase.save(record)
+        try await pushes.wait(for: 1, "push")
+        #expect(pushes.notifications.last?.recordZoneID?.zoneName == "ReadingList")
+        pushes.stop()
+        try await second.stop()
     }
 }

@@ -44,6 +44,14 @@ final class LiveServer: Sendable {
 
     var baseURL: URL { URL(string: server.baseURL)! }
 
+    /// Starts a server over an existing data directory (the same port when given), for tests
+    /// that restart the server under connected clients.
+    static func start(directory: String, port: Int = 0) async throws -> RunningServer {
+        var logger = Logger(label: "nimbus-sdk-test")
+        logger.logLevel = .critical
+        return try await RunningServer.start(ServerConfiguration(port: port, dataDirectory: directory), logger: logger)
+    }
+
     /// A container signed in as a new user (or an existing one, by name), on one device.
     func container(user: String, device: String = UUID().uuidString) async throws -> Container {
         let token = try await server.store.createUser(
