@@ -29,7 +29,7 @@ public struct Subscription: Sendable, Hashable, Identifiable {
 
     public let id: ID
     public var kind: Kind
-    /// What the push carries. Defaults to ``NotificationInfo/silent``.
+    /// What the push carries. Defaults to `.silent`: `content-available` only.
     public var notificationInfo: NotificationInfo
 
     public init(id: ID, kind: Kind, notificationInfo: NotificationInfo = .silent) {

@@ -4,7 +4,9 @@ import NimbusProtocol
 /// What happens on the push channel.
 public enum PushEvent: Sendable {
     /// The channel is (again) connected. Pushes sent while it was down are not replayed, so
-    /// a sync client fetches changes now.
+    /// a sync client fetches changes now. (A server that refuses the credentials accepts the
+    /// connection and closes it at once: then ``disconnected(_:reconnectingIn:)`` follows
+    /// with ``NimbusError/Code/notAuthenticated``.)
     case connected
     /// A push arrived.
     case notification(PushNotification)
