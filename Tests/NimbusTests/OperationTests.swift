@@ -233,6 +233,46 @@ struct OperationTests {
         #expect(transport.operations == ["changes/database", "changes/database"])
     }
 
+    @Test func queryOperationReportsMatchesAndContinuesFromItsCursor() async throws {
+        let transport = TestTransport { request in
+            let body = try JSON.parse(Array(request.body!))
+            if body["continuationMarker"] == nil {
+                return .json(["records": [serverRecordJSON("a"), serverRecordJSON("b")], "continuationMarker": "m1"])
+            }
+            return .json(["records": [serverRecordJSON("c")]])
+        }
+        let database = makeContainer(transport).publicCloudDatabase
+        let log = EventLog()
+        let cursor = Locked<QueryCursor?>(nil)
+        let first = QueryOperation(query: Query(recordType: "Bookmark", filters: [.beginsWith("title", "Swift")]))
+        first.database = database
+        first.resultsLimit = 2
+        first.recordMatchedBlock = { id, _ in log.append("match \(id.recordName)") }
+        first.queryResultBlock = { result in
+            cursor.withLock { $0 = try? result.get() }
+            log.append("page done")
+        }
+        OperationQueue().addOperation(first)
+        try await log.wait(forCount: 3)
+        let next = try #require(cursor.withLock { $0 })
+
+        let second = QueryOperation(cursor: next)
+        second.database = database
+        second.recordMatchedBlock = { id, _ in log.append("match \(id.recordName)") }
+        second.queryResultBlock = { result in
+            log.append((try? result.get()) == .some(nil) ? "no more" : "more?")
+        }
+        OperationQueue().addOperation(second)
+        try await log.wait(forCount: 5)
+
+        #expect(log.events == ["match a", "match b", "page done", "match c", "no more"])
+        #expect(transport.operations == ["records/query", "records/query"])
+        #expect(transport.bodies[0]["zoneWide"] == true)
+        #expect(transport.bodies[0]["resultsLimit"] == 2)
+        #expect(transport.bodies[1]["continuationMarker"] == "m1")
+        #expect(transport.bodies[1]["query"] == transport.bodies[0]["query"])
+    }
+
     @Test func anOperationWithoutADatabaseFailsClearly() async throws {
         let log = EventLog()
         let operation = FetchRecordsOperation(recordIDs: [Record.ID()])
