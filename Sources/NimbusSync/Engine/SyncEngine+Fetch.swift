@@ -57,11 +57,19 @@ extension SyncEngine {
         var reconciling = forceReconcile
         var recoveredZone = false
         var seen = Set<String>()
+        // The next page is requested while this one is applied (its token is known before).
+        var prefetched: Task<RecordZoneChanges, any Error>?
+        defer { prefetched?.cancel() }
         while true {
             let page: RecordZoneChanges
             do {
-                let since = token
-                page = try await retrying { try await self.service.zoneChanges(zone, since: since) }
+                if let next = prefetched {
+                    prefetched = nil
+                    page = try await next.value
+                } else {
+                    let since = token
+                    page = try await retrying { try await self.service.zoneChanges(zone, since: since) }
+                }
             } catch let error as NimbusError where error.code == .changeTokenExpired {
                 token = nil
                 reconciling = true
@@ -75,6 +83,10 @@ extension SyncEngine {
                 token = nil
                 seen = []
                 continue
+            }
+            if page.moreComing {
+                let since = page.changeToken
+                prefetched = Task { try await self.retrying { try await self.service.zoneChanges(zone, since: since) } }
             }
             seen.formUnion(page.modifications.map(\.id.recordName))
             seen.formUnion(page.deletions.map(\.recordID.recordName))
@@ -98,6 +110,10 @@ extension SyncEngine {
             var saved: [LocalRecord] = []
             var deleted: [String] = []
             var conflicts: [ConflictRecord] = []
+            // Most pages meet an empty outbox: then no record needs its own outbox lookup.
+            let zoneHasPending =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM nimbus_outbox WHERE zone = ?)", arguments: [zone]) ?? true
             for record in page.modifications {
                 let name = record.id.recordName
                 let copy = try LocalStore.serverCopy(db, zone: zone, name: name)
@@ -106,7 +122,7 @@ extension SyncEngine {
                     try LocalStore.confirm(db, zone: zone, name: name)
                     continue
                 }
-                let pending = try LocalStore.outboxEntry(db, zone: zone, name: name)
+                let pending = zoneHasPending ? try LocalStore.outboxEntry(db, zone: zone, name: name) : nil
                 let serverFields = record.fieldDictionary
                 switch pending?.kind {
                 case .save?:

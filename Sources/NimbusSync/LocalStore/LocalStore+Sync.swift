@@ -49,8 +49,9 @@ extension LocalStore {
     }
 
     static func serverCopy(_ db: GRDB.Database, zone: String, name: String) throws -> ServerCopy? {
+        // Cached statements: these run once per record of every fetched page.
         try Row.fetchOne(
-            db, sql: "SELECT type, fields, tag, system FROM nimbus_records WHERE zone = ? AND name = ?",
+            db.cachedStatement(sql: "SELECT type, fields, tag, system FROM nimbus_records WHERE zone = ? AND name = ?"),
             arguments: [zone, name]
         ).map { row in
             ServerCopy(
@@ -62,11 +63,12 @@ extension LocalStore {
     /// Stores the server's copy of a record. `fromFeed` is false for copies learned from a
     /// send or a conflict; see the `unconfirmed` column.
     static func putServerCopy(_ db: GRDB.Database, _ record: Nimbus.Record, fromFeed: Bool) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system, unconfirmed)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: [
                 record.id.zoneID.zoneName, record.id.recordName, record.recordType, record.recordChangeTag ?? "",
                 record.fieldDictionary.jsonText, record.encodeSystemFields(), !fromFeed,
@@ -162,7 +164,8 @@ extension LocalStore {
 
 extension Outbox {
     static func entry(_ db: GRDB.Database, zone: String, name: String) throws -> PendingChange? {
-        try Row.fetchOne(db, sql: "SELECT * FROM nimbus_outbox WHERE zone = ? AND name = ?", arguments: [zone, name])
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM nimbus_outbox WHERE zone = ? AND name = ?"), arguments: [zone, name])
             .map(pendingChange)
     }
 

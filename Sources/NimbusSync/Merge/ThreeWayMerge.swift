@@ -27,11 +27,13 @@ public enum ThreeWayMerge {
             let localChanged = mine != base
             let serverChanged = theirs != base
             if !localChanged { continue }  // server value (or its absence) stands
-            if !serverChanged || mine == theirs {
+            let policy = rules.policy(for: key)
+            // Equal values are no conflict, except for a counter: both sides counting 1 → 2
+            // made two increments.
+            if !serverChanged || (mine == theirs && policy != .counter) {
                 result[key] = mine
                 continue
             }
-            let policy = rules.policy(for: key)
             let (value, winner) = resolve(key, base: base, mine: mine, theirs: theirs, local: local, server: server, policy: policy)
             result[key] = value
             let lost: FieldValue? = winner == .server ? mine : (winner == .client ? theirs : nil)
