@@ -79,13 +79,38 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The `nimbus` command: serve, provisioning, bench.
+        // The Reading List example: the app model and its commands, on the sync engine.
+        .target(
+            name: "ReadingList",
+            dependencies: [
+                "Nimbus",
+                "NimbusProtocol",
+                "NimbusSync",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Examples/ReadingList",
+            swiftSettings: swiftSettings
+        ),
+        // `reading-list`: the example's command line, one device per directory.
+        .executableTarget(
+            name: "reading-list",
+            dependencies: [
+                "ReadingList",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/reading-list",
+            swiftSettings: swiftSettings
+        ),
+        // The `nimbus` command: serve, provisioning, bench, demo.
         .executableTarget(
             name: "nimbus",
             dependencies: [
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusServer",
+                "Nimbus",
+                "NimbusSync",
+                "ReadingList",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -111,6 +136,11 @@ let package = Package(
         .testTarget(
             name: "NimbusProtocolTests",
             dependencies: ["NimbusProtocol"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ReadingListTests",
+            dependencies: ["ReadingList", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -8,7 +8,7 @@ struct NimbusCommand: AsyncParsableCommand {
         abstract: "A self-hostable, CloudKit-compatible sync server.",
         subcommands: [
             ServeCommand.self, ContainerCommand.self, UserCommand.self, TokenCommand.self, KeyCommand.self,
-            CompactCommand.self, BenchCommand.self,
+            CompactCommand.self, BenchCommand.self, DemoCommand.self,
         ])
 }
 

@@ -1,0 +1,99 @@
+import Foundation
+import Nimbus
+import NimbusSync
+
+/// How a device reaches its server, saved as `device.json` in the device's directory (with
+/// the local store beside it).
+public struct DeviceConfiguration: Codable, Sendable, Equatable {
+    /// The server's base URL (`http://127.0.0.1:8080`).
+    public var serverURL: String
+    public var container: String
+    public var environment: String
+    public var apiToken: String
+    public var webAuthToken: String
+    /// This device's stable ID: the server spares a device the pushes of its own changes.
+    public var deviceID: String
+
+    public init(
+        serverURL: String, container: String, environment: String = Container.Environment.development.rawValue,
+        apiToken: String, webAuthToken: String, deviceID: String = UUID().uuidString
+    ) {
+        self.serverURL = serverURL
+        self.container = container
+        self.environment = environment
+        self.apiToken = apiToken
+        self.webAuthToken = webAuthToken
+        self.deviceID = deviceID
+    }
+}
+
+/// One device of the Reading List: its configuration, its local store and its sync engine.
+///
+/// ```swift
+/// let device = try Device.open(directory: "~/.reading-list")
+/// print(try device.readingList.bookmarks())      // from the local store, no network
+/// try await device.readingList.sync()
+/// ```
+public struct Device: Sendable {
+    public static let configurationFile = "device.json"
+    public static let storeFile = "reading-list.sqlite"
+
+    public let directory: String
+    public let configuration: DeviceConfiguration
+    public let container: Container
+    public let readingList: ReadingList
+
+    public var engine: SyncEngine { readingList.engine }
+
+    /// Saves `configuration` in `directory` (created if needed) and opens the device.
+    @discardableResult
+    public static func initialize(
+        directory: String, configuration: DeviceConfiguration,
+        now: @escaping @Sendable () -> Int64 = ReadingList.wallClock
+    ) throws -> Device {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let path = (directory as NSString).appendingPathComponent(configurationFile)
+        try encoder.encode(configuration).write(to: URL(fileURLWithPath: path), options: .atomic)
+        // It holds the user's tokens.
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        return try open(directory: directory, now: now)
+    }
+
+    /// Opens a device initialized before: reads `device.json` and opens the local store.
+    /// Touches no network.
+    public static func open(directory: String, now: @escaping @Sendable () -> Int64 = ReadingList.wallClock) throws
+        -> Device
+    {
+        let path = (directory as NSString).appendingPathComponent(configurationFile)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ReadingListError.notInitialized(directory)
+        }
+        let configuration = try JSONDecoder().decode(DeviceConfiguration.self, from: data)
+        return try Device(directory: directory, configuration: configuration, now: now)
+    }
+
+    init(directory: String, configuration: DeviceConfiguration, now: @escaping @Sendable () -> Int64) throws {
+        guard let url = URL(string: configuration.serverURL), url.scheme != nil else {
+            throw ReadingListError.invalidURL(configuration.serverURL)
+        }
+        self.directory = directory
+        self.configuration = configuration
+        container = Container(
+            identifier: configuration.container,
+            environment: Container.Environment(rawValue: configuration.environment) ?? .development, baseURL: url,
+            credentials: .apiToken(configuration.apiToken, webAuthToken: configuration.webAuthToken),
+            deviceID: configuration.deviceID, requestTimeout: .seconds(15))
+        let store = try LocalStore(path: (directory as NSString).appendingPathComponent(Self.storeFile))
+        let engine = SyncEngine(
+            service: DatabaseSyncService(database: container.privateCloudDatabase), store: store,
+            configuration: ReadingListSchema.syncConfiguration())
+        readingList = ReadingList(engine: engine, now: now)
+    }
+
+    /// A push client for this device (connects when its events are iterated).
+    public func pushClient() -> PushClient {
+        PushClient(container: container)
+    }
+}

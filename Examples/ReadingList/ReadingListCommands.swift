@@ -1,0 +1,177 @@
+import Foundation
+import GRDB
+import Nimbus
+import NimbusSync
+
+/// The `reading-list` commands as functions: the executable parses arguments and calls
+/// these; tests call them directly. Each writes its output through `output`, line by line.
+public struct ReadingListCommands: Sendable {
+    public let output: @Sendable (String) -> Void
+    let now: @Sendable () -> Int64
+
+    public init(
+        output: @escaping @Sendable (String) -> Void = { print($0); fflush(nil) },
+        now: @escaping @Sendable () -> Int64 = ReadingList.wallClock
+    ) {
+        self.output = output
+        self.now = now
+    }
+
+    /// `init`: saves the server, container and tokens in the device directory (keeping the
+    /// device ID of an earlier init), then, unless `offline`, runs the setup chain (zones,
+    /// subscription) and the first fetch.
+    public func initialize(
+        directory: String, serverURL: String, container: String, apiToken: String, webAuthToken: String,
+        environment: String = "development", offline: Bool = false
+    ) async throws {
+        let previous = try? Device.open(directory: directory).configuration
+        let configuration = DeviceConfiguration(
+            serverURL: serverURL, container: container, environment: environment, apiToken: apiToken,
+            webAuthToken: webAuthToken, deviceID: previous?.deviceID ?? UUID().uuidString)
+        let device = try Device.initialize(directory: directory, configuration: configuration, now: now)
+        output("Device \(configuration.deviceID) initialized in \(directory)")
+        if !offline { try await sync(device, strict: true) }
+    }
+
+    /// `add <url> [--title]`.
+    public func add(directory: String, url: String, title: String?, offline: Bool = false) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let bookmark = try device.readingList.add(url: url, title: title)
+        output("Bookmarked \(bookmark.id)  \(bookmark.title)")
+        if !offline { try await sync(device) }
+    }
+
+    /// `remove <id>`.
+    public func remove(directory: String, reference: String, offline: Bool = false) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let bookmark = try device.readingList.remove(reference)
+        output("Removed \(bookmark.id)  \(bookmark.title)")
+        if !offline { try await sync(device) }
+    }
+
+    /// `read <id>`: marks the article read (one more read on its counter).
+    public func read(directory: String, reference: String, offline: Bool = false) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let state = try device.readingList.markRead(reference)
+        output("Marked \(state.id) read (\(state.readCount) read\(state.readCount == 1 ? "" : "s"))")
+        if !offline { try await sync(device) }
+    }
+
+    /// `list`: prints the list from the local store before any network call, then (unless
+    /// `offline`) syncs and prints it again if it changed.
+    public func list(directory: String, offline: Bool = false) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let before = try device.readingList.snapshot()
+        ListView.render(before).forEach(output)
+        guard !offline else { return }
+        try await sync(device)
+        let after = try device.readingList.snapshot()
+        if after != before {
+            output("")
+            output("After sync:")
+            ListView.render(after).forEach(output)
+        }
+    }
+
+    /// `refresh [zone]`: fetches that zone's changes only, then prints the list.
+    public func refresh(directory: String, zone: String = ReadingListSchema.bookmarksZone) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let started = ContinuousClock.now
+        try await device.readingList.refresh(zone: zone)
+        output("Refreshed \(zone) in \(Self.milliseconds(ContinuousClock.now - started)) ms")
+        ListView.render(try device.readingList.snapshot()).forEach(output)
+    }
+
+    /// `watch`: a live view of the list, redrawn whenever the local store changes (after a
+    /// push made the engine fetch, or a send). Runs until cancelled, or after `maxRedraws`.
+    public func watch(directory: String, clearScreen: Bool, maxRedraws: Int? = nil) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let status = WatchStatus()
+        let feed = await PushFeed.start(client: device.pushClient(), engine: device.engine) { event in
+            switch event {
+            case .connected: status.set("push channel connected")
+            case .notification: status.push()
+            case .disconnected(let error, let retry):
+                status.set("push channel down (\(error.message))" + (retry.map { ", retrying in \($0)" } ?? ""))
+            }
+        }
+        let events = device.engine.events()
+        let eventTask = Task {
+            for await event in events {
+                switch event {
+                case .fetched(let zone, let saved, let deleted):
+                    status.set("fetched \(zone): \(saved.count) saved, \(deleted.count) deleted")
+                case .conflictResolved(let conflict):
+                    let fields = conflict.resolutions.map { "\($0.field) → \($0.winner.rawValue)" }
+                    status.set("conflict on \(conflict.recordName) resolved: \(fields.joined(separator: ", "))")
+                case .sent(let saved, let deleted, let failed):
+                    status.set("sent \(saved.count) saved, \(deleted.count) deleted, \(failed.count) failed")
+                default: break
+                }
+            }
+        }
+        defer { eventTask.cancel() }
+        do {
+            try await feed.waitUntilConnected(timeout: .seconds(5))
+        } catch {
+            status.set("no push channel yet; still trying (the list shows what this device has)")
+        }
+        let syncTask = Task {
+            do { try await device.readingList.sync() } catch { status.set("sync failed: \(error)") }
+        }
+        defer { syncTask.cancel() }
+        var redraws = 0
+        do {
+            for try await snapshot in device.readingList.snapshots() {
+                if clearScreen { output("\u{1B}[H\u{1B}[2J", terminator: false) }
+                ListView.render(snapshot).forEach(output)
+                output("")
+                output("[\(ListView.clock(now()))] \(status.line) (pushes: \(feed.pushesReceived)); Ctrl-C quits")
+                if !clearScreen { output(String(repeating: "-", count: 60)) }
+                redraws += 1
+                if let maxRedraws, redraws >= maxRedraws { break }
+            }
+        } catch {
+            await feed.stop()
+            if error is CancellationError { return }
+            throw error
+        }
+        await feed.stop()
+    }
+
+    private func output(_ text: String, terminator: Bool) {
+        if terminator { output(text) } else { print(text, terminator: ""); fflush(nil) }
+    }
+
+    /// Syncs and reports; a failure leaves local edits safe in the outbox. With `strict` a
+    /// failure is an error (init), otherwise a warning.
+    func sync(_ device: Device, strict: Bool = false) async throws {
+        let started = ContinuousClock.now
+        do {
+            try await device.readingList.sync()
+        } catch {
+            if strict { throw error }
+            let pending = (try? device.readingList.store.pendingCount()) ?? 0
+            output("Not synced (\(error)); \(pending) change\(pending == 1 ? "" : "s") kept on this device for the next sync")
+            return
+        }
+        let pending = try device.readingList.store.pendingCount()
+        output(
+            "Synced with \(device.configuration.serverURL) in \(Self.milliseconds(ContinuousClock.now - started)) ms"
+                + (pending > 0 ? " (\(pending) change\(pending == 1 ? "" : "s") not sent)" : ""))
+    }
+
+    static func milliseconds(_ duration: Duration) -> String {
+        let ms = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+        return String(format: "%.1f", ms)
+    }
+}
+
+/// The `watch` view's status line, set from the push and engine event tasks.
+final class WatchStatus: Sendable {
+    private let state = Guarded((line: "starting", pushes: 0))
+
+    func set(_ line: String) { state.withLock { $0.line = line } }
+    func push() { state.withLock { $0.line = "push received; fetching" } }
+    var line: String { state.withLock { $0.line } }
+}

@@ -1,0 +1,124 @@
+import ArgumentParser
+import Foundation
+import ReadingList
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `reading-list`: the Apple News reading-list scenario on Nimbus, one device per directory.
+@main
+struct ReadingListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reading-list",
+        abstract: "A reading list that syncs through Nimbus (one device per --device directory).",
+        discussion: """
+            Start a server and provision a user (`nimbus serve`, `nimbus container create`, \
+            `nimbus user create`), then `reading-list init` each device with its own --device \
+            directory. Every command reads and writes the device's local store first; the list \
+            is there without a network.
+            """,
+        subcommands: [Init.self, Add.self, Remove.self, Read.self, List.self, Refresh.self, Watch.self])
+}
+
+struct DeviceOptions: ParsableArguments {
+    @Option(name: .long, help: "The device directory (default: $READING_LIST_DEVICE or ./.reading-list).")
+    var device: String?
+
+    var directory: String {
+        device ?? ProcessInfo.processInfo.environment["READING_LIST_DEVICE"] ?? ".reading-list"
+    }
+}
+
+struct SyncOptions: ParsableArguments {
+    @Flag(name: .long, help: "Do not sync: change the local store only (the change is sent later).")
+    var offline = false
+}
+
+extension ReadingListCommand {
+    struct Init: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set up this device: server, container, tokens; then create the zones and subscription.")
+        @Option(name: .long, help: "The server's base URL.") var server = "http://127.0.0.1:8080"
+        @Option(name: .long, help: "The container identifier.") var container: String
+        @Option(name: .long, help: "An API token of the container.") var apiToken: String
+        @Option(name: .long, help: "The user's web auth token.") var webAuthToken: String
+        @Option(name: .long, help: "development or production.") var environment = "development"
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var sync: SyncOptions
+
+        func run() async throws {
+            try await ReadingListCommands().initialize(
+                directory: device.directory, serverURL: server, container: container, apiToken: apiToken,
+                webAuthToken: webAuthToken, environment: environment, offline: sync.offline)
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Bookmark an article.")
+        @Argument(help: "The article's URL.") var url: String
+        @Option(name: .long, help: "Its title (default: from the URL).") var title: String?
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var sync: SyncOptions
+
+        func run() async throws {
+            try await ReadingListCommands().add(directory: device.directory, url: url, title: title, offline: sync.offline)
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a bookmark.")
+        @Argument(help: "The bookmark's ID (or a unique prefix, or its URL).") var id: String
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var sync: SyncOptions
+
+        func run() async throws {
+            try await ReadingListCommands().remove(directory: device.directory, reference: id, offline: sync.offline)
+        }
+    }
+
+    struct Read: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Mark an article read.")
+        @Argument(help: "The bookmark's ID (or a unique prefix, or a URL).") var id: String
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var sync: SyncOptions
+
+        func run() async throws {
+            try await ReadingListCommands().read(directory: device.directory, reference: id, offline: sync.offline)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the list from this device's store, then sync and print what changed.")
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var sync: SyncOptions
+
+        func run() async throws {
+            try await ReadingListCommands().list(directory: device.directory, offline: sync.offline)
+        }
+    }
+
+    struct Refresh: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Pull to refresh: fetch one zone's changes only.")
+        @Argument(help: "ReadingList or ReadingHistory.") var zone = ReadingListSchema.bookmarksZone
+        @OptionGroup var device: DeviceOptions
+
+        func run() async throws {
+            try await ReadingListCommands().refresh(directory: device.directory, zone: zone)
+        }
+    }
+
+    struct Watch: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A live view that redraws when a push arrives (Ctrl-C quits).")
+        @OptionGroup var device: DeviceOptions
+        @Flag(name: .long, help: "Append each redraw instead of clearing the screen.") var plain = false
+
+        func run() async throws {
+            try await ReadingListCommands().watch(directory: device.directory, clearScreen: !plain && isatty(1) == 1)
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import Logging
+import Nimbus
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+import NimbusSync
+import ReadingList
+
+/// A real server on an ephemeral port in a temporary directory, one user, and devices of
+/// that user (each its own directory, local store and sync engine).
+final class TestWorld: Sendable {
+    let directory: String
+    let server: RunningServer
+    let container = "iCloud.com.example.news"
+    let apiToken: String
+    let webAuthToken: String
+
+    private init(directory: String, server: RunningServer, apiToken: String, webAuthToken: String) {
+        self.directory = directory
+        self.server = server
+        self.apiToken = apiToken
+        self.webAuthToken = webAuthToken
+    }
+
+    static func start() async throws -> TestWorld {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("reading-list-tests-\(UUID().uuidString.prefix(8))").path
+        var logger = Logger(label: "nimbus")
+        logger.logLevel = .critical
+        let server = try await RunningServer.start(
+            ServerConfiguration(port: 0, dataDirectory: (directory as NSString).appendingPathComponent("server")),
+            logger: logger)
+        let api = try await server.store.createContainer("iCloud.com.example.news")
+        let user = try await server.store.createUser(
+            name: "reader", email: nil, firstName: nil, lastName: nil, container: "iCloud.com.example.news")
+        return TestWorld(directory: directory, server: server, apiToken: api.token, webAuthToken: user.token)
+    }
+
+    /// Stops the server, keeping the devices' directories.
+    func stopServer() async {
+        try? await server.stop()
+    }
+
+    /// Stops the server and removes everything.
+    func stop() async {
+        try? await server.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func deviceDirectory(_ name: String) -> String {
+        (directory as NSString).appendingPathComponent("device-\(name)")
+    }
+
+    func configuration(_ name: String, serverURL: String? = nil) -> DeviceConfiguration {
+        DeviceConfiguration(
+            serverURL: serverURL ?? server.baseURL, container: container, apiToken: apiToken,
+            webAuthToken: webAuthToken, deviceID: "device-\(name)")
+    }
+
+    /// A device set up through ``Device/initialize(directory:configuration:now:)``.
+    func device(_ name: String, now: @escaping @Sendable () -> Int64 = ReadingList.wallClock) throws -> Device {
+        try Device.initialize(directory: deviceDirectory(name), configuration: configuration(name), now: now)
+    }
+
+    /// A device whose engine talks through `wrap(service)` (to count calls).
+    func engine(_ name: String, wrap: (any SyncService) -> any SyncService) throws -> ReadingList {
+        let device = try self.device(name)
+        let service = wrap(DatabaseSyncService(database: device.container.privateCloudDatabase))
+        let store = try LocalStore(path: (deviceDirectory(name) as NSString).appendingPathComponent("wrapped.sqlite"))
+        return ReadingList(
+            engine: SyncEngine(service: service, store: store, configuration: ReadingListSchema.syncConfiguration()))
+    }
+
+    /// A device online: push channel connected, then setup and first fetch.
+    func online(_ device: Device) async throws -> PushFeed {
+        let feed = await PushFeed.start(client: device.pushClient(), engine: device.engine)
+        try await feed.waitUntilConnected(timeout: .seconds(20))
+        try await device.readingList.sync()
+        return feed
+    }
+}
+
+/// Counts the engine's calls by kind.
+final class CountingService: SyncService, @unchecked Sendable {
+    let base: any SyncService
+    private let lock = NSLock()
+    private var counts: [String: Int] = [:]
+
+    init(_ base: any SyncService) { self.base = base }
+
+    func count(_ name: String) -> Int { lock.withLock { counts[name, default: 0] } }
+    func reset() { lock.withLock { counts = [:] } }
+    private func enter(_ name: String) { lock.withLock { counts[name, default: 0] += 1 } }
+
+    func currentUserRecordName() async throws -> String {
+        enter("user")
+        return try await base.currentUserRecordName()
+    }
+    func createZones(_ names: [String]) async throws {
+        enter("zones")
+        try await base.createZones(names)
+    }
+    func saveSubscription(_ subscription: Subscription) async throws {
+        enter("subscription")
+        try await base.saveSubscription(subscription)
+    }
+    func databaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges {
+        enter("databaseChanges")
+        return try await base.databaseChanges(since: token)
+    }
+    func zoneChanges(_ zone: String, since token: ServerChangeToken?) async throws -> RecordZoneChanges {
+        enter("zoneChanges:\(zone)")
+        return try await base.zoneChanges(zone, since: token)
+    }
+    func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
+        saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>],
+        deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>]
+    ) {
+        enter("modify")
+        return try await base.modify(saving: saving, deleting: deleting)
+    }
+}
+
+/// Output lines of a command, which a test can wait on.
+final class OutputLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private var waiters: [UUID: (predicate: @Sendable ([String]) -> Bool, continuation: CheckedContinuation<Void, Never>)] =
+        [:]
+
+    var all: [String] { lock.withLock { lines } }
+    var text: String { all.joined(separator: "\n") }
+
+    func append(_ line: String) {
+        let ready = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            lines.append(line)
+            let current = lines
+            let ready = waiters.filter { $0.value.predicate(current) }
+            for id in ready.keys { waiters[id] = nil }
+            return ready.values.map(\.continuation)
+        }
+        ready.forEach { $0.resume() }
+    }
+
+    /// Waits until the output satisfies `predicate` (a guard timeout fails the test).
+    func wait(
+        for what: String, timeout: Duration = .seconds(20), _ predicate: @escaping @Sendable ([String]) -> Bool
+    ) async throws {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                let id = UUID()
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        let ready = self.lock.withLock { () -> Bool in
+                            if predicate(self.lines) || Task.isCancelled { return true }
+                            self.waiters[id] = (predicate, continuation)
+                            return false
+                        }
+                        if ready { continuation.resume() }
+                    }
+                } onCancel: {
+                    self.lock.withLock { self.waiters.removeValue(forKey: id) }?.continuation.resume()
+                }
+                return predicate(self.all)
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return false
+            }
+            defer { group.cancelAll() }
+            guard try await group.next() == true else {
+                throw ReadingListError.timedOut("\(what); output so far:\n\(self.text)")
+            }
+        }
+    }
+}
