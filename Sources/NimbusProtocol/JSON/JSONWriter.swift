@@ -13,9 +13,25 @@ extension JSON {
     /// The compact JSON text of this value as bytes.
     public func serializedBytes() -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(256)
+        out.reserveCapacity(max(256, sizeEstimate(depth: 3)))
         write(into: &out)
         return out
+    }
+
+    /// A cheap lower estimate of the serialized size (pre-written texts dominate large
+    /// answers), so the output buffer is allocated once.
+    private func sizeEstimate(depth: Int) -> Int {
+        switch self {
+        case .raw(let text), .number(let text): return text.utf8.count
+        case .string(let text): return text.utf8.count + 2
+        case .null, .bool: return 5
+        case .array(let elements):
+            guard depth > 0 else { return 2 }
+            return elements.reduce(2) { $0 + $1.sizeEstimate(depth: depth - 1) + 1 }
+        case .object(let members):
+            guard depth > 0 else { return 2 }
+            return members.reduce(2) { $0 + $1.key.utf8.count + 4 + $1.value.sizeEstimate(depth: depth - 1) }
+        }
     }
 
     /// Appends the compact JSON text of this value to `out`.
@@ -74,6 +90,25 @@ extension JSON {
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `value` as a quoted, escaped JSON string to a text: the same characters as
+    /// the byte-writing `writeString(_:into:)` writes. Text appended to a `String` from other
+    /// strings is not validated again, which keeps large response texts cheap to build.
+    public static func writeString(_ value: String, into text: inout String) {
+        let plain =
+            value.utf8.withContiguousStorageIfAvailable { bytes in
+                !bytes.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+            } ?? !value.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        if plain {
+            text.append("\"")
+            text.append(value)
+            text.append("\"")
+        } else {
+            var out: [UInt8] = []
+            writeString(value, into: &out)
+            text.append(String(decoding: out, as: UTF8.self))
+        }
     }
 
     private static func writeEscaped(_ byte: UInt8, into out: inout [UInt8]) {
