@@ -92,25 +92,6 @@ extension JSON {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// Appends `value` as a quoted, escaped JSON string to a text: the same characters as
-    /// the byte-writing `writeString(_:into:)` writes. Text appended to a `String` from other
-    /// strings is not validated again, which keeps large response texts cheap to build.
-    public static func writeString(_ value: String, into text: inout String) {
-        let plain =
-            value.utf8.withContiguousStorageIfAvailable { bytes in
-                !bytes.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
-            } ?? !value.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
-        if plain {
-            text.append("\"")
-            text.append(value)
-            text.append("\"")
-        } else {
-            var out: [UInt8] = []
-            writeString(value, into: &out)
-            text.append(String(decoding: out, as: UTF8.self))
-        }
-    }
-
     private static func writeEscaped(_ byte: UInt8, into out: inout [UInt8]) {
         switch byte {
         case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))

@@ -50,12 +50,12 @@ struct APICall: Sendable {
         }
         if desiredKeys == nil && !numbersAsStrings {
             // The hot path of modify answers and change feeds: the record dictionary written
-            // straight to text, character for character what the object form below would
-            // serialize to (members in sorted key order), with the stored fields spliced in.
-            var text = ""
-            text.reserveCapacity(stored.fieldsJSON.utf8.count + 300)
-            Self.writeRecord(stored, zoneID: zoneID, into: &text)
-            return .raw(text)
+            // straight to text, byte for byte what the object form below would serialize to
+            // (members in sorted key order), with the stored fields spliced in.
+            var out: [UInt8] = []
+            out.reserveCapacity(stored.fieldsJSON.utf8.count + 256)
+            Self.writeRecord(stored, zoneID: zoneID, into: &out)
+            return .raw(String(decoding: out, as: UTF8.self))
         }
         return try stored.record(zoneID: zoneID).wireJSON(numbersAsStrings: numbersAsStrings, desiredKeys: desiredKeys)
     }
@@ -73,75 +73,75 @@ struct APICall: Sendable {
             return .array(elements)
         }
         let zoneID = responseZoneID(zoneName)
-        var text = ""
-        text.reserveCapacity(records.reduce(2) { $0 + $1.fieldsJSON.utf8.count + 300 })
-        text.append("[")
+        var out: [UInt8] = []
+        out.reserveCapacity(records.reduce(2) { $0 + $1.fieldsJSON.utf8.count + 300 })
+        out.append(UInt8(ascii: "["))
         for (offset, stored) in records.enumerated() {
-            if offset > 0 { text.append(",") }
+            if offset > 0 { out.append(UInt8(ascii: ",")) }
             if stored.deleted {
                 // {deleted, recordName, zoneID}, as the object form serializes.
-                text.append(#"{"deleted":true,"recordName":"#)
-                JSON.writeString(stored.recordName, into: &text)
-                text.append(#","zoneID":"#)
-                Self.writeZoneID(zoneID, into: &text)
-                text.append("}")
+                out.append(contentsOf: #"{"deleted":true,"recordName":"#.utf8)
+                JSON.writeString(stored.recordName, into: &out)
+                out.append(contentsOf: #","zoneID":"#.utf8)
+                Self.writeZoneID(zoneID, into: &out)
+                out.append(UInt8(ascii: "}"))
             } else {
-                Self.writeRecord(stored, zoneID: zoneID, into: &text)
+                Self.writeRecord(stored, zoneID: zoneID, into: &out)
             }
         }
-        text.append("]")
-        return .raw(text)
+        out.append(UInt8(ascii: "]"))
+        return .raw(String(decoding: out, as: UTF8.self))
     }
 
     /// Writes a live stored record as the dictionary
     /// `{created, deleted, fields, modified, recordChangeTag, recordName, recordType, zoneID}`,
     /// in the sorted member order ``JSON/serialized()`` uses.
-    static func writeRecord(_ stored: StoredRecord, zoneID: ZoneID, into text: inout String) {
-        text.append(#"{"created":"#)
-        writeStamp(stored.created, into: &text)
-        text.append(#","deleted":false,"fields":"#)
-        text.append(stored.fieldsJSON)
-        text.append(#","modified":"#)
-        writeStamp(stored.modified, into: &text)
-        text.append(#","recordChangeTag":"#)
-        JSON.writeString(stored.changeTag, into: &text)
-        text.append(#","recordName":"#)
-        JSON.writeString(stored.recordName, into: &text)
-        text.append(#","recordType":"#)
-        JSON.writeString(stored.recordType, into: &text)
-        text.append(#","zoneID":"#)
-        writeZoneID(zoneID, into: &text)
-        text.append("}")
+    static func writeRecord(_ stored: StoredRecord, zoneID: ZoneID, into out: inout [UInt8]) {
+        out.append(contentsOf: #"{"created":"#.utf8)
+        writeStamp(stored.created, into: &out)
+        out.append(contentsOf: #","deleted":false,"fields":"#.utf8)
+        out.append(contentsOf: stored.fieldsJSON.utf8)
+        out.append(contentsOf: #","modified":"#.utf8)
+        writeStamp(stored.modified, into: &out)
+        out.append(contentsOf: #","recordChangeTag":"#.utf8)
+        JSON.writeString(stored.changeTag, into: &out)
+        out.append(contentsOf: #","recordName":"#.utf8)
+        JSON.writeString(stored.recordName, into: &out)
+        out.append(contentsOf: #","recordType":"#.utf8)
+        JSON.writeString(stored.recordType, into: &out)
+        out.append(contentsOf: #","zoneID":"#.utf8)
+        writeZoneID(zoneID, into: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     /// `{ownerRecordName?, zoneName}`, as `ZoneID.wireJSON` serializes.
-    static func writeZoneID(_ zoneID: ZoneID, into text: inout String) {
-        text.append("{")
+    static func writeZoneID(_ zoneID: ZoneID, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
         if let owner = zoneID.ownerRecordName {
-            text.append(#""ownerRecordName":"#)
-            JSON.writeString(owner, into: &text)
-            text.append(",")
+            out.append(contentsOf: #""ownerRecordName":"#.utf8)
+            JSON.writeString(owner, into: &out)
+            out.append(UInt8(ascii: ","))
         }
-        text.append(#""zoneName":"#)
-        JSON.writeString(zoneID.zoneName, into: &text)
-        text.append("}")
+        out.append(contentsOf: #""zoneName":"#.utf8)
+        JSON.writeString(zoneID.zoneName, into: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     /// `{deviceID?, timestamp, userRecordName?}`, as ``stampJSON(_:)`` serializes.
-    static func writeStamp(_ stamp: RecordStamp, into text: inout String) {
-        text.append("{")
+    static func writeStamp(_ stamp: RecordStamp, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
         if let device = stamp.deviceID {
-            text.append(#""deviceID":"#)
-            JSON.writeString(device, into: &text)
-            text.append(",")
+            out.append(contentsOf: #""deviceID":"#.utf8)
+            JSON.writeString(device, into: &out)
+            out.append(UInt8(ascii: ","))
         }
-        text.append(#""timestamp":"#)
-        text.append(String(stamp.timestamp))
+        out.append(contentsOf: #""timestamp":"#.utf8)
+        out.append(contentsOf: String(stamp.timestamp).utf8)
         if let user = stamp.userRecordName {
-            text.append(#","userRecordName":"#)
-            JSON.writeString(user, into: &text)
+            out.append(contentsOf: #","userRecordName":"#.utf8)
+            JSON.writeString(user, into: &out)
         }
-        text.append("}")
+        out.append(UInt8(ascii: "}"))
     }
 
     static func stampJSON(_ stamp: RecordStamp) -> JSON {
