@@ -129,8 +129,15 @@ private struct JSONParser {
             if bytes[index] == UInt8(ascii: "}") {
                 index += 1
                 var members = [String: JSON](minimumCapacity: memberStack.count - base)
-                for position in base..<memberStack.count {
-                    members[memberStack[position].key] = memberStack[position].value
+                // Move the members out (no retain/release per value); the vacated slots get
+                // trivial values for `removeSubrange` to drop.
+                memberStack.withUnsafeMutableBufferPointer { stack in
+                    let start = stack.baseAddress!
+                    for position in base..<stack.count {
+                        let member = (start + position).move()
+                        (start + position).initialize(to: (key: "", value: .null))
+                        members[member.key] = member.value
+                    }
                 }
                 memberStack.removeSubrange(base...)
                 return .object(members)
@@ -162,7 +169,17 @@ private struct JSONParser {
             }
             if bytes[index] == UInt8(ascii: "]") {
                 index += 1
-                let elements = Array(elementStack[base...])
+                let count = elementStack.count - base
+                let elements = [JSON](unsafeUninitializedCapacity: count) { output, initialized in
+                    elementStack.withUnsafeMutableBufferPointer { stack in
+                        let start = stack.baseAddress! + base
+                        for offset in 0..<count {
+                            (output.baseAddress! + offset).initialize(to: (start + offset).move())
+                            (start + offset).initialize(to: .null)
+                        }
+                    }
+                    initialized = count
+                }
                 elementStack.removeSubrange(base...)
                 return .array(elements)
             }

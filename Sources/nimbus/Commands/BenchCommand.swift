@@ -51,6 +51,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Comma-separated runs: single,multi,fetch,latency.")
     var only = "single,multi,fetch,latency"
 
+    @Flag(name: .long, help: .private)
+    var codecProfile = false
+
     @Flag(name: .long, help: "Keep the embedded server's data directory.")
     var keepData = false
     @Flag(name: .long, help: "Print the results as JSON.")
@@ -151,6 +154,28 @@ struct BenchCommand: AsyncParsableCommand {
         try await client.createZone(warmZone)
         for index in 0..<20 {
             _ = try await client.createBatch(zone: warmZone, prefix: "w\(index)-", range: 0..<50)
+        }
+
+        if codecProfile {
+            // Internal: the JSON codec alone on a real change-feed page, best of 30 rounds.
+            let zone = "bench-codec"
+            try await client.createZone(zone)
+            _ = try await client.createBatch(zone: zone, prefix: "c", range: 0..<200)
+            let body = try await client.changesBody(zone: zone, since: nil, limit: 200)
+            var parse = Double.infinity
+            var write = Double.infinity
+            for _ in 0..<30 {
+                let start = processCPUSeconds()
+                var json = JSON.null
+                for _ in 0..<20 { json = try JSON.parse(body.readableBytesView) }
+                let middle = processCPUSeconds()
+                for _ in 0..<20 { _ = json.serializedBytes() }
+                let end = processCPUSeconds()
+                parse = min(parse, (middle - start) / 20 / 200 * 1e9)
+                write = min(write, (end - middle) / 20 / 200 * 1e9)
+            }
+            print("codec: parse \(Int(parse)) ns/record, serialize tree \(Int(write)) ns/record (\(body.readableBytes / 200) bytes/record)")
+            return []
         }
 
         let singleZone = "bench-single"
