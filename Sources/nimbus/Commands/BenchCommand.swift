@@ -647,6 +647,10 @@ struct BenchResult: Sendable {
         }
         guard let target else { return "" }
         let met = rate >= target && failed == 0
+        if key == "create_1" {
+            // The issue states the write target for four concurrent writers.
+            return "≥ \(Int(target)) rec/s (stated for 4 clients): \(met ? "met" : "below")"
+        }
         return "≥ \(Int(target)) rec/s\(key.hasPrefix("create") ? ", 0 failed" : ""): \(met ? "met" : "MISSED")"
     }
 
