@@ -59,7 +59,7 @@ public struct ConflictRecord: Sendable, Hashable {
 
 extension Dictionary where Key == String, Value == FieldValue {
     /// The fields as canonical JSON text.
-    var jsonText: String { Record.fieldsJSON(self).serialized() }
+    var jsonText: String { Record.fieldsJSONText(self) }
 
     init(jsonText: String) throws {
         self = try Record.fields(fromWire: try JSON.parse(jsonText))
