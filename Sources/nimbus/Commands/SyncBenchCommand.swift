@@ -29,7 +29,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
     var warmup = 50
     @Option(name: .long, help: "Records in the zone a new device syncs from nothing.")
     var zoneRecords = 100_000
-    @Option(name: .long, help: "Comma-separated runs: latency,initial.")
+    @Option(
+        name: .long,
+        help: "Comma-separated runs: latency,initial (and raw: the SDK alone paging through the zone, for reference).")
     var runs = "latency,initial"
     @Flag(name: .customLong("keep"), help: "Keep the temporary directory.")
     var keepData = false
@@ -69,7 +71,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 let (seconds, cpu, phases) = try await initialRun(sandbox)
                 lines.append(
                     "new device syncs \(records) records from nothing: \(f(seconds, 2)) s "
-                        + "(\(Int(Double(records) / seconds)) records/s; \(phases))  [target ≤ 5 s: \(seconds <= 5 ? "met" : "MISSED")]")
+                        + "(\(Int(Double(records) / seconds)) records/s; \(phases))"
+                        + (records == 100_000 ? "  [target ≤ 5 s: \(seconds <= 5 ? "met" : "MISSED")]" : ""))
                 results["initial"] = .object([
                     "records": .int(records), "seconds": .double(seconds), "cpu_seconds": .double(cpu),
                 ])
