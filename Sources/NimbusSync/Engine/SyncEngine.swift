@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GRDB
 import Nimbus
 import NimbusProtocol
@@ -31,7 +32,13 @@ public actor SyncEngine {
         var queued: Task<Void, any Error>?
     }
     private var runs: [Job: Runs] = [:]
-    private var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
+    /// Event subscribers; a `Mutex` (not actor state) so ``events()`` can register
+    /// synchronously from any context.
+    private nonisolated let subscribers = Subscribers()
+
+    private final class Subscribers: Sendable {
+        let continuations = Mutex<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
+    }
     private var pushTask: Task<Void, Never>?
 
     /// How many database fetches actually ran (triggers that coalesced do not count).
@@ -47,23 +54,22 @@ public actor SyncEngine {
 
     // MARK: - Events
 
-    /// A stream of everything the engine does; each call returns a new subscriber.
+    /// A stream of everything the engine does; each call returns a new subscriber, which
+    /// receives every event emitted after this call returns.
     public nonisolated func events() -> AsyncStream<SyncEvent> {
         let (stream, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .unbounded)
         let id = UUID()
-        Task { await self.addSubscriber(id, continuation) }
+        // Registered synchronously, so no event emitted after `events()` returns is missed.
+        subscribers.continuations.withLock { $0[id] = continuation }
+        continuation.onTermination = { [subscribers] _ in
+            _ = subscribers.continuations.withLock { $0.removeValue(forKey: id) }
+        }
         return stream
     }
 
-    private func addSubscriber(_ id: UUID, _ continuation: AsyncStream<SyncEvent>.Continuation) {
-        subscribers[id] = continuation
-        continuation.onTermination = { _ in Task { await self.removeSubscriber(id) } }
-    }
-
-    private func removeSubscriber(_ id: UUID) { subscribers[id] = nil }
-
     func emit(_ event: SyncEvent) {
-        for continuation in subscribers.values { continuation.yield(event) }
+        let continuations = subscribers.continuations.withLock { Array($0.values) }
+        for continuation in continuations { continuation.yield(event) }
     }
 
     // MARK: - Lifecycle
@@ -83,11 +89,16 @@ public actor SyncEngine {
         pushTask?.cancel()
         pushTask = Task {
             do {
-                for try await _ in notifications {
-                    try? await self.fetchChanges()
-                }
+                // Each push only triggers a fetch; triggers coalesce (one fetch in flight, at
+                // most one queued), so a burst of pushes costs at most two fetches.
+                for try await _ in notifications { await self.triggerFetch() }
             } catch {}
         }
+    }
+
+    private func triggerFetch() {
+        let task = scheduled(.fetch)
+        Task { _ = await task.result }
     }
 
     public func stopListening() {

@@ -21,6 +21,8 @@ public final class LocalStore: Sendable {
         try Self.migrator.migrate(pool)
     }
 
+    // The tables are rowid tables (not WITHOUT ROWID) so that GRDB's ValueObservation and
+    // DatabaseRegionObservation see the engine's writes: apps can observe the store.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("sync-v1") { db in
@@ -44,7 +46,7 @@ public final class LocalStore: Sendable {
                         -- the device's token (which the feed leaves out).
                         unconfirmed INTEGER NOT NULL DEFAULT 0,
                         PRIMARY KEY (zone, name)
-                    ) WITHOUT ROWID;
+                    );
                     CREATE TABLE nimbus_outbox (
                         zone TEXT NOT NULL,
                         name TEXT NOT NULL,
@@ -58,7 +60,7 @@ public final class LocalStore: Sendable {
                         revision INTEGER NOT NULL,
                         enqueued_at INTEGER NOT NULL,
                         PRIMARY KEY (zone, name)
-                    ) WITHOUT ROWID;
+                    );
                     CREATE TABLE nimbus_conflicts (
                         id INTEGER PRIMARY KEY,
                         zone TEXT NOT NULL,
