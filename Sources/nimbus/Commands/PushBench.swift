@@ -1,0 +1,446 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NimbusProtocol
+import NimbusStore
+import WSClient
+
+/// `nimbus bench push`: push latency and the memory of idle push connections, against a
+/// `nimbus serve` child process (so its memory is the server's alone). See `bench/README.md`.
+struct PushBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push",
+        abstract: "Measure push latency (modify answer on A → push frame on B) and memory per idle WebSocket.",
+        discussion: """
+            Starts `nimbus serve` (this executable) on a fresh temporary data directory for each \
+            measurement, connects real WebSocket clients from this process and reads the server's \
+            resident memory from /proc. Build with -c release.
+            """)
+
+    @Option(name: .long, help: "Comma-separated numbers of connected devices for the latency runs.")
+    var devices = "1,100,1000"
+    @Option(name: .long, help: "Saves per second during each latency run.")
+    var rate = 20
+    @Option(name: .long, help: "Seconds of saving per latency run.")
+    var duration = 10
+    @Option(
+        name: .long,
+        help: "Who the devices are: 'user' (every device is the saving user's: each save pushes to all) or 'users' (one device per user: each save pushes to one).")
+    var fanout = "user,users"
+    @Option(name: .long, help: "Comma-separated numbers of idle authenticated WebSockets for the memory runs.")
+    var idle = "1000,10000"
+    @Option(name: .long, help: "Comma-separated runs: latency,idle.")
+    var only = "latency,idle"
+    @Flag(name: .long, help: "Print the results as JSON.")
+    var json = false
+
+    static func list(_ text: String) -> [Int] { text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+
+    func validate() throws {
+        guard rate >= 1, duration >= 1 else { throw ValidationError("--rate and --duration must be positive") }
+        for mode in fanout.split(separator: ",") where mode != "user" && mode != "users" {
+            throw ValidationError("--fanout takes user and/or users")
+        }
+    }
+
+    func run() async throws {
+        #if DEBUG
+        FileHandle.standardError.write(Data("warning: this is a debug build; measure with `swift build -c release`\n".utf8))
+        #endif
+        let runs = Set(only.split(separator: ",").map(String.init))
+        var latency: [PushLatencyResult] = []
+        var memory: [IdleMemoryResult] = []
+        if runs.contains("latency") {
+            for mode in fanout.split(separator: ",").map(String.init) {
+                for count in Self.list(devices) {
+                    let result = try await PushLatencyRun(devices: count, allOneUser: mode == "user", rate: rate, seconds: duration).run()
+                    latency.append(result)
+                    if !json { print(result.line) }
+                }
+            }
+        }
+        if runs.contains("idle") {
+            for count in Self.list(idle) {
+                let result = try await IdleMemoryRun(connections: count).run()
+                memory.append(result)
+                if !json { print(result.line) }
+            }
+        }
+        let machine = MachineInfo.current()
+        if json {
+            print(
+                JSON.object([
+                    "machine": machine.json, "latency": .array(latency.map(\.json)), "idle": .array(memory.map(\.json)),
+                ]).serialized())
+        } else {
+            print("machine: \(machine.json.serialized())")
+        }
+    }
+}
+
+// MARK: - Server process
+
+/// `nimbus serve` as a child process on a fresh data directory, with a container and users
+/// provisioned through its store.
+final class ServerProcess: Sendable {
+    let process: Process
+    let directory: String
+    let baseURL: String
+    let container = "iCloud.com.example.bench"
+    let apiToken: String
+    let store: SQLiteStore
+
+    private init(process: Process, directory: String, baseURL: String, apiToken: String, store: SQLiteStore) {
+        self.process = process
+        self.directory = directory
+        self.baseURL = baseURL
+        self.apiToken = apiToken
+        self.store = store
+    }
+
+    static func start() async throws -> ServerProcess {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-pushbench-\(UUID().uuidString.prefix(8))").path
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve", "--port", "0", "--data", directory, "--log-level", "error"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // "Nimbus is listening on http://127.0.0.1:PORT (data: …)"
+        let baseURL: String = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                var text = ""
+                while true {
+                    let data = output.fileHandleForReading.availableData
+                    if data.isEmpty {
+                        continuation.resume(throwing: BenchError("nimbus serve exited before listening: \(text)"))
+                        return
+                    }
+                    text += String(decoding: data, as: UTF8.self)
+                    if let range = text.range(of: #"http://[0-9.]+:[0-9]+"#, options: .regularExpression) {
+                        continuation.resume(returning: String(text[range]))
+                        return
+                    }
+                }
+            }.start()
+        }
+        let store = try SQLiteStore(directory: directory)
+        let token = try await store.createContainer("iCloud.com.example.bench")
+        return ServerProcess(process: process, directory: directory, baseURL: baseURL, apiToken: token.token, store: store)
+    }
+
+    /// A new user's web auth token and record name.
+    func user(_ name: String) async throws -> (token: String, recordName: String) {
+        let issued = try await store.createUser(name: name, email: nil, firstName: nil, lastName: nil, container: container)
+        return (issued.token, issued.user!.recordName)
+    }
+
+    /// Resident memory of the server process, in bytes.
+    var residentBytes: Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return 0 }
+        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+    }
+
+    func stop() {
+        try? store.close()
+        process.interrupt()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func url(_ operation: String, webAuthToken: String) -> String {
+        "\(baseURL)/database/1/\(container)/development/private/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)"
+    }
+
+    func pushURL(webAuthToken: String, device: String) -> String {
+        baseURL.replacingOccurrences(of: "http://", with: "ws://")
+            + "/push/\(container)/development?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)&deviceID=\(device)"
+    }
+
+    func post(_ http: HTTPClient, _ operation: String, webAuthToken: String, device: String, _ body: JSON) async throws -> JSON {
+        var request = HTTPClientRequest(url: url(operation, webAuthToken: webAuthToken))
+        request.method = .POST
+        request.headers.add(name: "X-Nimbus-Device-ID", value: device)
+        request.body = .bytes(ByteBuffer(bytes: body.serializedBytes()))
+        let response = try await http.execute(request, timeout: .seconds(60))
+        let buffer = try await response.body.collect(upTo: 16 << 20)
+        let json = try JSON.parse(Array(buffer.readableBytesView))
+        guard response.status == .ok else { throw BenchError("\(operation) failed: \(json.serialized())") }
+        return json
+    }
+}
+
+// MARK: - Devices
+
+/// Arrival times of pushes, by the `seq` their `af` carries.
+final class ArrivalLog: Sendable {
+    private let arrivals = NIOLockedValueBox<[Int: [ContinuousClock.Instant]]>([:])
+    private let connected = NIOLockedValueBox(0)
+
+    func record(_ text: String) {
+        let now = ContinuousClock.now
+        // The seq is in `"af":{"seq":N}`; find it without a full parse to keep the client cheap.
+        guard let range = text.range(of: #""seq":"#) else { return }
+        let digits = text[range.upperBound...].prefix { $0.isNumber }
+        guard let seq = Int(digits) else { return }
+        arrivals.withLockedValue { $0[seq, default: []].append(now) }
+    }
+
+    func opened() { connected.withLockedValue { $0 += 1 } }
+    var openCount: Int { connected.withLockedValue { $0 } }
+    func times(_ seq: Int) -> [ContinuousClock.Instant] { arrivals.withLockedValue { $0[seq] ?? [] } }
+    var total: Int { arrivals.withLockedValue { $0.values.reduce(0) { $0 + $1.count } } }
+}
+
+/// Connects WebSocket devices and keeps them connected until `stop`.
+final class DeviceFleet: Sendable {
+    private let tasks = NIOLockedValueBox<[Task<Void, Never>]>([])
+    let log = ArrivalLog()
+
+    /// Connects `urls.count` devices, at most `concurrency` connecting at once; returns when all are open.
+    func connect(_ urls: [String], concurrency: Int = 100) async throws {
+        let log = log
+        for start in stride(from: 0, to: urls.count, by: concurrency) {
+            let target = min(start + concurrency, urls.count)
+            for url in urls[start..<target] {
+                let task = Task {
+                    var configuration = WebSocketClientConfiguration()
+                    configuration.autoPing = .disabled
+                    _ = try? await WebSocketClient.connect(
+                        url: url, configuration: configuration, logger: Logger(label: "bench-device")
+                    ) { inbound, _, _ in
+                        log.opened()
+                        for try await frame in inbound {
+                            if frame.opcode == .text { log.record(String(buffer: frame.data)) }
+                        }
+                    }
+                }
+                tasks.withLockedValue { $0.append(task) }
+            }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while log.openCount < target {
+                guard ContinuousClock.now < deadline else {
+                    throw BenchError("only \(log.openCount) of \(target) devices connected within 60 s")
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+
+    func stop() async {
+        let all = tasks.withLockedValue { $0 }
+        for task in all { task.cancel() }
+        for task in all { await task.value }
+    }
+}
+
+// MARK: - Latency
+
+struct PushLatencyResult: Sendable {
+    var devices: Int
+    var allOneUser: Bool
+    var saves: Int
+    var rate: Int
+    var pushes: Int
+    var missing: Int
+    /// Milliseconds from the modify answer on A to the push frame on a device (negative: the push came first).
+    var afterAnswer: [Double]
+    /// Milliseconds from sending the modify request to the push frame.
+    var afterRequest: [Double]
+
+    func percentile(_ values: [Double], _ p: Double) -> Double {
+        guard !values.isEmpty else { return .nan }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))]
+    }
+
+    var mode: String { allOneUser ? "one user, every save pushes to all devices" : "one device per user, every save pushes to one" }
+
+    var line: String {
+        let answer = afterAnswer.map { max(0, $0) }
+        return String(
+            format: "push latency, %5d devices (%@), %d saves/s: answer→push p50 %.2f ms  p99 %.2f ms  max %.2f ms | request→push p50 %.2f ms  p99 %.2f ms | %d pushes, %d missing",
+            devices, mode, rate, percentile(answer, 0.5), percentile(answer, 0.99), answer.max() ?? .nan,
+            percentile(afterRequest, 0.5), percentile(afterRequest, 0.99), pushes, missing)
+    }
+
+    var json: JSON {
+        let answer = afterAnswer.map { max(0, $0) }
+        return [
+            "devices": .int(devices), "fanout": .string(allOneUser ? "user" : "users"), "savesPerSecond": .int(rate),
+            "saves": .int(saves), "pushes": .int(pushes), "missing": .int(missing),
+            "answerToPushP50Ms": .double(percentile(answer, 0.5)), "answerToPushP99Ms": .double(percentile(answer, 0.99)),
+            "answerToPushMaxMs": .double(answer.max() ?? 0),
+            "requestToPushP50Ms": .double(percentile(afterRequest, 0.5)),
+            "requestToPushP99Ms": .double(percentile(afterRequest, 0.99)),
+        ]
+    }
+}
+
+/// Device A saves at a steady rate; the connected devices' push frames are timed against
+/// A's modify answers. Each save creates one record with `seq`; a query subscription with
+/// `desiredKeys: ["seq"]` puts it in the push (`af`), so every frame is matched to its save.
+struct PushLatencyRun {
+    var devices: Int
+    var allOneUser: Bool
+    var rate: Int
+    var seconds: Int
+
+    func run() async throws -> PushLatencyResult {
+        let server = try await ServerProcess.start()
+        defer { server.stop() }
+        let http = HTTPClient.shared
+        let fleet = DeviceFleet()
+
+        // Users: one for all devices, or one per device. Each user subscribes.
+        let userCount = allOneUser ? 1 : devices
+        var users: [(token: String, recordName: String)] = []
+        for index in 0..<userCount { users.append(try await server.user("u\(index)")) }
+        let subscription: JSON = [
+            "operations": [[
+                "operationType": "create",
+                "subscription": [
+                    "subscriptionID": "bench", "subscriptionType": "query", "zoneID": ["zoneName": "Bench"],
+                    "query": ["recordType": "Ping"], "firesOn": ["create"],
+                    "notificationInfo": ["shouldSendContentAvailable": true, "desiredKeys": ["seq"]],
+                ],
+            ]]
+        ]
+        for user in users {
+            _ = try await server.post(
+                http, "zones/modify", webAuthToken: user.token, device: "A",
+                ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Bench"]]]]])
+            _ = try await server.post(http, "subscriptions/modify", webAuthToken: user.token, device: "A", subscription)
+        }
+        let urls = (0..<devices).map { index in
+            server.pushURL(webAuthToken: users[allOneUser ? 0 : index].token, device: "B\(index)")
+        }
+        try await fleet.connect(urls)
+
+        // Warm up: a few saves whose pushes are not counted.
+        for seq in 0..<20 {
+            _ = try await save(server, http, user: users[seq % users.count], seq: -1 - seq)
+        }
+
+        let saves = rate * seconds
+        let interval = Duration.seconds(1) / rate
+        let start = ContinuousClock.now + .milliseconds(100)
+        let timings = try await withThrowingTaskGroup(of: (Int, ContinuousClock.Instant, ContinuousClock.Instant).self) { group in
+            for seq in 0..<saves {
+                let due = start + interval * seq
+                try await Task.sleep(until: due)
+                let user = users[seq % users.count]
+                group.addTask {
+                    let sent = ContinuousClock.now
+                    try await save(server, http, user: user, seq: seq)
+                    return (seq, sent, ContinuousClock.now)
+                }
+            }
+            var timings: [Int: (sent: ContinuousClock.Instant, answered: ContinuousClock.Instant)] = [:]
+            for try await (seq, sent, answered) in group { timings[seq] = (sent, answered) }
+            return timings
+        }
+        let expected = saves * (allOneUser ? devices : 1)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while fleet.log.total < expected + 20 * (allOneUser ? devices : 1), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        await fleet.stop()
+
+        var afterAnswer: [Double] = []
+        var afterRequest: [Double] = []
+        var pushes = 0
+        for seq in 0..<saves {
+            guard let timing = timings[seq] else { continue }
+            for arrival in fleet.log.times(seq) {
+                pushes += 1
+                afterAnswer.append((arrival - timing.answered).milliseconds)
+                afterRequest.append((arrival - timing.sent).milliseconds)
+            }
+        }
+        return PushLatencyResult(
+            devices: devices, allOneUser: allOneUser, saves: saves, rate: rate, pushes: pushes,
+            missing: expected - pushes, afterAnswer: afterAnswer, afterRequest: afterRequest)
+    }
+
+    func save(_ server: ServerProcess, _ http: HTTPClient, user: (token: String, recordName: String), seq: Int) async throws {
+        let body: JSON = [
+            "zoneID": ["zoneName": "Bench"],
+            "operations": [[
+                "operationType": "create",
+                "record": ["recordType": "Ping", "fields": ["seq": ["value": .int(seq), "type": "INT64"]]],
+            ]],
+        ]
+        _ = try await server.post(http, "records/modify", webAuthToken: user.token, device: "A", body)
+    }
+}
+
+// MARK: - Idle memory
+
+struct IdleMemoryResult: Sendable {
+    var connections: Int
+    var baselineBytes: Int
+    var connectedBytes: Int
+    var connectSeconds: Double
+
+    var perConnection: Double { Double(connectedBytes - baselineBytes) / Double(connections) }
+
+    var line: String {
+        String(
+            format: "idle WebSockets: %6d connected in %.1f s; server RSS %.1f MiB → %.1f MiB: %.2f KiB per connection",
+            connections, connectSeconds, Double(baselineBytes) / 1_048_576, Double(connectedBytes) / 1_048_576,
+            perConnection / 1024)
+    }
+
+    var json: JSON {
+        [
+            "connections": .int(connections), "baselineRSSBytes": .int(baselineBytes),
+            "connectedRSSBytes": .int(connectedBytes), "bytesPerConnection": .double(perConnection),
+            "connectSeconds": .double(connectSeconds),
+        ]
+    }
+}
+
+/// Connects `connections` authenticated WebSockets (100 users, distinct devices) that then
+/// stay idle, and compares the server's resident memory before and after.
+struct IdleMemoryRun {
+    var connections: Int
+
+    func run() async throws -> IdleMemoryResult {
+        let server = try await ServerProcess.start()
+        defer { server.stop() }
+        var users: [String] = []
+        for index in 0..<min(100, connections) { users.append(try await server.user("idle\(index)").token) }
+        // Warm the server: a connection opened and closed, so the baseline holds the code paths.
+        let warm = DeviceFleet()
+        try await warm.connect([server.pushURL(webAuthToken: users[0], device: "warm")])
+        await warm.stop()
+        try await Task.sleep(for: .seconds(1))
+        let baseline = server.residentBytes
+
+        let fleet = DeviceFleet()
+        let urls = (0..<connections).map { server.pushURL(webAuthToken: users[$0 % users.count], device: "idle-\($0)") }
+        let started = ContinuousClock.now
+        try await fleet.connect(urls, concurrency: 200)
+        let connectSeconds = (ContinuousClock.now - started).milliseconds / 1000
+        try await Task.sleep(for: .seconds(2))
+        let connected = server.residentBytes
+        await fleet.stop()
+        return IdleMemoryResult(
+            connections: connections, baselineBytes: baseline, connectedBytes: connected, connectSeconds: connectSeconds)
+    }
+}
+
+extension Duration {
+    var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+}
