@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 import Logging
 import NIOCore
 import NimbusProtocol
@@ -71,12 +71,9 @@ public final class RunningServer: Sendable {
         let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                configuration: .init(
-                    ws: .init(autoPing: .enabled(timePeriod: configuration.push.heartbeatInterval))),
-                shouldUpgrade: { head, channel, logger in
-                    await pushChannel.shouldUpgrade(head, channel: channel, logger: logger)
-                }),
+            server: HTTPServerBuilder { responder in
+                PushHTTPChannel(responder: responder, push: pushChannel, configuration: HTTP1Channel.Configuration())
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "nimbus"),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? configuration.port)

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -21,7 +20,7 @@ import NimbusStore
 /// the client sees the connection open is pushed to it. A device that was offline gets one
 /// coalesced push on connecting (the latest notification it missed, with
 /// `"nimbus": {"coalesced": n}`) and reads the notification collection for the rest.
-/// A refused connection is upgraded and closed at once with close code 1008 (policy
+/// A refused connection is upgraded and sent a close frame with code 1008 (policy
 /// violation) and the reason; plain GETs get the error as JSON.
 struct PushChannel: Sendable {
     let hub: PushHub
@@ -30,8 +29,6 @@ struct PushChannel: Sendable {
     let settings: PushSettings
     let logger: Logger
 
-    typealias Handler = WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
-
     /// The container and environment of a push channel path, or `nil` for other paths.
     static func target(of path: String) -> (container: String, environment: String)? {
         let parts = path.split(separator: "?", maxSplits: 1)[0].split(separator: "/").map(String.init)
@@ -39,71 +36,38 @@ struct PushChannel: Sendable {
         return (parts[1], parts[2])
     }
 
-    /// Decides a WebSocket upgrade: push channel paths are upgraded (and refused ones closed
-    /// with their reason); other paths go on to the HTTP routes.
-    func shouldUpgrade(_ head: HTTPRequest, channel: any Channel, logger: Logger) async -> ShouldUpgradeResult<Handler> {
-        guard let path = head.path, Self.target(of: path) != nil else { return .dontUpgrade }
+    /// Decides an upgrade request to a push path: authenticates it, registers the device
+    /// with the hub and queues its catch-up push; or says why it is refused.
+    func decide(uri: String, header: (String) -> String?, channel: any Channel) async -> PushSocketHandler.Role {
         do {
-            let connection = try await open(head, channel: channel)
-            return .upgrade([:]) { inbound, outbound, _ in
-                try await self.run(connection, inbound: inbound, outbound: outbound)
-            }
-        } catch {
-            let reason = Self.closeReason(error)
-            let code: WebSocketErrorCode = error is CloudKitError ? .policyViolation : .unexpectedServerError
-            if !(error is CloudKitError) { self.logger.error("push connection failed: \(error)") }
-            return .upgrade([:]) { inbound, outbound, _ in
-                try await Self.refuse(code: code, reason: reason, inbound: inbound, outbound: outbound)
-            }
-        }
-    }
-
-    /// Sends the close frame, then waits (at most 10 s) for the client's answer before the
-    /// connection is closed. The close frame must not be followed at once by the end of the
-    /// stream: a client still installing its WebSocket handlers after the upgrade response
-    /// can miss that event and hang (swift-websocket 1.6); a frame it never misses.
-    static func refuse(
-        code: WebSocketErrorCode, reason: String, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter
-    ) async throws {
-        var data = ByteBuffer()
-        data.write(webSocketErrorCode: code)
-        data.writeString(reason)
-        try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    for try await _ in inbound {}
-                } catch {}
-            }
-            group.addTask { try? await Task.sleep(for: .seconds(10)) }
-            await group.next()
-            group.cancelAll()
-        }
-    }
-
-    /// Authenticates, registers the device with the hub and queues its catch-up push.
-    func open(_ head: HTTPRequest, channel: any Channel) async throws -> PushConnection {
-        let (recipient, deviceID) = try await authenticate(path: head.path ?? "", headers: head.headerFields)
-        let connection = PushConnection(
-            recipient: recipient, deviceID: deviceID, channel: channel, bufferLimit: settings.bufferLimit)
-        await hub.register(connection)
-        let (hub, store) = (hub, store)
-        channel.closeFuture.whenComplete { _ in
-            Task {
-                await hub.unregister(connection)
+            let (recipient, deviceID) = try await authenticate(path: uri, header: header)
+            let connection = PushConnection(
+                recipient: recipient, deviceID: deviceID, channel: channel, bufferLimit: settings.bufferLimit)
+            await hub.register(connection)
+            let (hub, store) = (hub, store)
+            channel.closeFuture.whenComplete { _ in
                 connection.finish()
-                try? await store.disconnect(
-                    device: deviceID, for: recipient, deliveredThrough: connection.deliveredThrough, now: Self.nowMillis())
+                Task {
+                    await hub.unregister(connection)
+                    try? await store.disconnect(
+                        device: deviceID, for: recipient, deliveredThrough: connection.deliveredThrough,
+                        now: Self.nowMillis())
+                }
             }
+            if let missed = try await store.catchUp(device: deviceID, for: recipient, now: Self.nowMillis()) {
+                connection.enqueue(PushFrame(sequence: 0, payload: ByteBuffer(string: Self.coalescedPayload(missed))))
+            }
+            return .accepted(connection)
+        } catch let error as CloudKitError {
+            return .refused(.policyViolation, reason: Self.closeReason(error))
+        } catch {
+            logger.error("push connection failed: \(error)")
+            return .refused(.unexpectedServerError, reason: Self.closeReason(error))
         }
-        if let missed = try await store.catchUp(device: deviceID, for: recipient, now: Self.nowMillis()) {
-            connection.enqueue(PushFrame(sequence: 0, payload: ByteBuffer(string: Self.coalescedPayload(missed))))
-        }
-        return connection
     }
 
     /// Who connects: the signed-in user of the container environment, and the device.
-    func authenticate(path: String, headers: HTTPFields) async throws -> (NotificationRecipient, String) {
+    func authenticate(path: String, header: (String) -> String?) async throws -> (NotificationRecipient, String) {
         guard let target = Self.target(of: path) else { throw CloudKitError(.notFound, "no such endpoint: \(path)") }
         guard let environment = ContainerEnvironment(rawValue: target.environment) else {
             throw CloudKitError.badRequest("environment must be development or production, got '\(target.environment)'")
@@ -111,9 +75,9 @@ struct PushChannel: Sendable {
         let query = Self.queryParameters(of: path)
         let credentials = Authenticator.Credentials(
             apiToken: query["ckAPIToken"], webAuthToken: query["ckWebAuthToken"],
-            keyID: headers[APIResponder.keyIDHeader], signatureDate: headers[APIResponder.dateHeader],
-            signature: headers[APIResponder.signatureHeader],
-            deviceID: headers[APIResponder.deviceHeader] ?? query["deviceID"])
+            keyID: header(APIResponder.keyIDHeader.rawName), signatureDate: header(APIResponder.dateHeader.rawName),
+            signature: header(APIResponder.signatureHeader.rawName),
+            deviceID: header(APIResponder.deviceHeader.rawName) ?? query["deviceID"])
         let identity = try await authenticator.authenticate(
             credentials, container: target.container, environment: environment, scope: .private,
             subpath: String(path.split(separator: "?", maxSplits: 1)[0]), body: [])
@@ -130,32 +94,12 @@ struct PushChannel: Sendable {
         )
     }
 
-    /// Writes the device's pushes until the connection ends. Reading the inbound side
-    /// answers the heartbeat pings and the close handshake; clients send nothing else.
-    func run(_ connection: PushConnection, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter)
-        async throws
-    {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    for try await _ in inbound {}
-                } catch {}
-                connection.finish()
-            }
-            for await frame in connection.frames {
-                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: frame.payload)))
-                connection.written(frame)
-            }
-            group.cancelAll()
-        }
-    }
-
     /// The answer to a plain GET of a push channel path: the authentication error, or how to connect.
     func respondWithoutUpgrade(_ request: Request) async -> Response {
         var path = request.uri.path
         if let query = request.uri.query { path += "?\(query)" }
         do {
-            _ = try await authenticate(path: path, headers: request.headers)
+            _ = try await authenticate(path: path) { name in HTTPField.Name(name).flatMap { request.headers[$0] } }
             return APIResponder.errorResponse(
                 CloudKitError.badRequest("the push channel is a WebSocket: connect with an Upgrade: websocket request"))
         } catch let error as CloudKitError {

@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOWebSocket
 import NimbusStore
 
 /// One push frame: a notification's payload, encoded once and shared by every connection
@@ -10,43 +11,144 @@ struct PushFrame: Sendable {
     var payload: ByteBuffer
 }
 
-/// A connected device: whose it is, its bounded outbox, and what has been written to it.
+/// A connected device: whose it is, and the frames on their way to its socket.
 ///
-/// The hub puts frames in the outbox without waiting (``enqueue(_:)``); the connection's
-/// session task writes them to the socket. An outbox that fills up (the device does not
-/// read fast enough) closes the connection rather than grow or block anyone: the device
-/// reconnects and gets one coalesced push for what it missed.
+/// The hub hands frames to ``enqueue(_:)``, which never waits: it passes each one to the
+/// channel's event loop to be written (in order) and counts it until the write completes.
+/// No task per connection is involved. A connection with ``bufferLimit`` frames still
+/// unwritten (its device does not read fast enough, or not at all) is closed rather than
+/// grow or hold anyone up: the device reconnects and gets one coalesced push for what it
+/// missed. Frames that arrive while the WebSocket upgrade is still completing wait until
+/// ``open()``.
 final class PushConnection: Sendable {
     let recipient: NotificationRecipient
     let deviceID: String
     let channel: any Channel
-    /// The frames to write, in order; finished when the connection ends.
-    let frames: AsyncStream<PushFrame>
-    private let continuation: AsyncStream<PushFrame>.Continuation
+    let bufferLimit: Int
     private let state = NIOLockedValueBox(State())
 
     private struct State {
+        var phase = Phase.opening([])
+        /// Frames handed to the channel whose write has not completed.
+        var inFlight = 0
         /// Every notification up to here was written to the socket, or was the device's own.
         var deliveredThrough: Int64 = 0
         /// When the socket was first seen not accepting writes, by the sweeper.
         var unwritableSince: ContinuousClock.Instant?
-        var closed = false
+        /// When the last heartbeat ping was sent (or the connection opened).
+        var lastPing: ContinuousClock.Instant?
+        /// The last ping has not been answered.
+        var awaitingPong = false
+    }
+
+    private enum Phase {
+        /// The upgrade is completing; frames wait here.
+        case opening([PushFrame])
+        case open
+        case closed
     }
 
     init(recipient: NotificationRecipient, deviceID: String, channel: any Channel, bufferLimit: Int) {
         self.recipient = recipient
         self.deviceID = deviceID
         self.channel = channel
-        (frames, continuation) = AsyncStream.makeStream(of: PushFrame.self, bufferingPolicy: .bufferingOldest(bufferLimit))
+        self.bufferLimit = bufferLimit
     }
 
-    /// Queues a frame; never waits. Closes the connection when the outbox is full.
+    /// Queues a frame for the socket; never waits. Closes the connection when it is full.
     func enqueue(_ frame: PushFrame) {
-        switch continuation.yield(frame) {
-        case .enqueued, .terminated: return
-        case .dropped: close()
-        @unknown default: close()
+        let overflow = state.withLockedValue { state -> Bool in
+            switch state.phase {
+            case .closed:
+                return false
+            case .opening(var frames):
+                state.phase = .closed  // releases the array, so appending does not copy it
+                guard frames.count < bufferLimit else {
+                    state.phase = .closed
+                    return true
+                }
+                frames.append(frame)
+                state.phase = .opening(frames)
+                return false
+            case .open:
+                guard state.inFlight < bufferLimit else {
+                    state.phase = .closed
+                    return true
+                }
+                state.inFlight += 1
+                // Scheduled while holding the lock, so frames reach the loop in enqueue order.
+                write(frame)
+                return false
+            }
         }
+        if overflow { channel.close(promise: nil) }
+    }
+
+    /// The WebSocket is ready: writes the frames that waited for it, and the rest as they come.
+    func open() {
+        state.withLockedValue { state in
+            guard case .opening(let frames) = state.phase else { return }
+            state.phase = .open
+            state.lastPing = .now
+            state.inFlight += frames.count
+            for frame in frames { write(frame) }
+        }
+    }
+
+    /// Schedules the write on the channel's loop (never inline, so no callback runs under the lock).
+    private func write(_ frame: PushFrame) {
+        let channel = channel
+        channel.eventLoop.execute {
+            let promise = channel.eventLoop.makePromise(of: Void.self)
+            promise.futureResult.whenComplete { result in
+                self.state.withLockedValue { state in
+                    state.inFlight -= 1
+                    if case .success = result { state.deliveredThrough = max(state.deliveredThrough, frame.sequence) }
+                }
+            }
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: frame.payload), promise: promise)
+        }
+    }
+
+    /// The heartbeat, from the sweeper: pings the device every `interval`, and closes the
+    /// connection when the previous ping is still unanswered.
+    func heartbeat(now: ContinuousClock.Instant, interval: Duration) {
+        enum Action { case none, ping, close }
+        let action = state.withLockedValue { state -> Action in
+            guard case .open = state.phase, let last = state.lastPing, now - last >= interval else { return .none }
+            guard !state.awaitingPong else {
+                state.phase = .closed
+                return .close
+            }
+            state.awaitingPong = true
+            state.lastPing = now
+            return .ping
+        }
+        switch action {
+        case .none: break
+        case .ping: channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer()), promise: nil)
+        case .close: channel.close(promise: nil)
+        }
+    }
+
+    /// The device answered the heartbeat.
+    func pongReceived() {
+        state.withLockedValue { $0.awaitingPong = false }
+    }
+
+    /// Closes the connection with close code 1001 (going away): the server is stopping.
+    func closeGoingAway() {
+        let first = state.withLockedValue { state -> Bool in
+            if case .closed = state.phase { return false }
+            state.phase = .closed
+            return true
+        }
+        guard first else { return }
+        let channel = channel
+        var data = ByteBuffer()
+        data.write(webSocketErrorCode: .goingAway)
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+            .whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// Records a notification the device needs no push for (its own change).
@@ -54,27 +156,21 @@ final class PushConnection: Sendable {
         state.withLockedValue { $0.deliveredThrough = max($0.deliveredThrough, sequence) }
     }
 
-    /// Records a frame written to the socket.
-    func written(_ frame: PushFrame) {
-        skip(through: frame.sequence)
-    }
-
     var deliveredThrough: Int64 { state.withLockedValue { $0.deliveredThrough } }
 
-    /// Ends the outbox and closes the socket.
+    /// Stops writing and closes the socket.
     func close() {
         let first = state.withLockedValue { state -> Bool in
-            defer { state.closed = true }
-            return !state.closed
+            if case .closed = state.phase { return false }
+            state.phase = .closed
+            return true
         }
-        guard first else { return }
-        continuation.finish()
-        channel.close(promise: nil)
+        if first { channel.close(promise: nil) }
     }
 
-    /// Ends the outbox (the session writes nothing more).
+    /// The connection ended: nothing more is written.
     func finish() {
-        continuation.finish()
+        state.withLockedValue { $0.phase = .closed }
     }
 
     /// Closes the connection if its socket has accepted nothing for `timeout`.

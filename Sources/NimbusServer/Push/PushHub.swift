@@ -115,9 +115,11 @@ public actor PushHub {
         if couriers[recipient]?.isEmpty == true { couriers[recipient] = nil }
     }
 
-    /// Ends every long poll and refuses new ones (server shutdown).
+    /// Closes every device's connection (going away), ends every long poll and refuses new
+    /// ones (server shutdown).
     func shutDown() {
         isShutDown = true
+        for connection in allConnections() { connection.closeGoingAway() }
         for signal in couriers.values.flatMap(\.values) { signal.fire() }
         couriers = [:]
     }

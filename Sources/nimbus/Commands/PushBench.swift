@@ -33,10 +33,11 @@ struct PushBenchCommand: AsyncParsableCommand {
     var fanout = "user,users"
     @Option(name: .long, help: "Comma-separated numbers of idle authenticated WebSockets for the memory runs.")
     var idle = "1000,10000"
+    // `--only` and `--json` belong to `nimbus bench`; these are the push bench's own.
     @Option(name: .long, help: "Comma-separated runs: latency,idle.")
-    var only = "latency,idle"
+    var runs = "latency,idle"
     @Flag(name: .long, help: "Print the results as JSON.")
-    var json = false
+    var printJSON = false
 
     static func list(_ text: String) -> [Int] { text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
@@ -51,7 +52,7 @@ struct PushBenchCommand: AsyncParsableCommand {
         #if DEBUG
         FileHandle.standardError.write(Data("warning: this is a debug build; measure with `swift build -c release`\n".utf8))
         #endif
-        let runs = Set(only.split(separator: ",").map(String.init))
+        let runs = Set(self.runs.split(separator: ",").map(String.init))
         var latency: [PushLatencyResult] = []
         var memory: [IdleMemoryResult] = []
         if runs.contains("latency") {
@@ -59,7 +60,7 @@ struct PushBenchCommand: AsyncParsableCommand {
                 for count in Self.list(devices) {
                     let result = try await PushLatencyRun(devices: count, allOneUser: mode == "user", rate: rate, seconds: duration).run()
                     latency.append(result)
-                    if !json { print(result.line) }
+                    if !printJSON { print(result.line) }
                 }
             }
         }
@@ -67,11 +68,11 @@ struct PushBenchCommand: AsyncParsableCommand {
             for count in Self.list(idle) {
                 let result = try await IdleMemoryRun(connections: count).run()
                 memory.append(result)
-                if !json { print(result.line) }
+                if !printJSON { print(result.line) }
             }
         }
         let machine = MachineInfo.current()
-        if json {
+        if printJSON {
             print(
                 JSON.object([
                     "machine": machine.json, "latency": .array(latency.map(\.json)), "idle": .array(memory.map(\.json)),
@@ -108,6 +109,15 @@ final class ServerProcess: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["serve", "--port", "0", "--data", directory, "--log-level", "error"]
+        if let output = ProcessInfo.processInfo.environment["BENCH_HEAPTRACK"] {
+            process.arguments = ["-o", output, executable] + (process.arguments ?? [])
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/heaptrack")
+        }
+        if let arenas = ProcessInfo.processInfo.environment["BENCH_MALLOC_ARENA_MAX"] {
+            var environment = ProcessInfo.processInfo.environment
+            environment["MALLOC_ARENA_MAX"] = arenas
+            process.environment = environment
+        }
         let output = Pipe()
         process.standardOutput = output
         try process.run()

@@ -1,0 +1,122 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+
+/// The server's HTTP/1.1 channel: Hummingbird's HTTP handling, plus the WebSocket upgrade of
+/// the push channel (`/push/{container}/{environment}`).
+///
+/// An upgraded push connection is served by a ``PushSocketHandler`` on its event loop; no task
+/// stays behind for it, so an idle device costs only its channel and a few small objects
+/// (the memory target is 8 KiB per idle connection). Requests to other paths are handled by
+/// Hummingbird as usual; an upgrade request to another path is answered 400.
+struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
+    enum UpgradeResult: Sendable {
+        /// A push WebSocket, now owned by its ``PushSocketHandler``.
+        case push
+        case notUpgraded(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        case failedUpgrade(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+    }
+
+    struct Value: ServerChildChannelValue {
+        let upgradeResult: EventLoopFuture<UpgradeResult>
+        let channel: any Channel
+    }
+
+    let responder: HTTPChannelHandler.Responder
+    let push: PushChannel
+    let configuration: HTTP1Channel.Configuration
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let push = push
+            let configuration = configuration
+            // What `shouldUpgrade` decided, for `upgradePipelineHandler` (they run in turn).
+            let decision = NIOLockedValueBox<PushSocketHandler.Role?>(nil)
+            let upgradeAttempted = NIOLockedValueBox(false)
+            let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
+                maxFrameSize: 1 << 12,
+                shouldUpgrade: { channel, head in
+                    upgradeAttempted.withLockedValue { $0 = true }
+                    guard PushChannel.target(of: head.uri) != nil else {
+                        return channel.eventLoop.makeSucceededFuture(nil)
+                    }
+                    let promise = channel.eventLoop.makePromise(of: HTTPHeaders?.self)
+                    promise.completeWithTask {
+                        let role = await push.decide(uri: head.uri, header: { head.headers.first(name: $0) }, channel: channel)
+                        decision.withLockedValue { $0 = role }
+                        return HTTPHeaders()
+                    }
+                    return promise.futureResult
+                },
+                upgradePipelineHandler: { channel, _ in
+                    channel.eventLoop.makeCompletedFuture {
+                        guard let role = decision.withLockedValue({ $0 }) else {
+                            throw ChannelError.inappropriateOperationForState
+                        }
+                        try channel.pipeline.syncOperations.addHandler(PushSocketHandler(role))
+                        return UpgradeResult.push
+                    }
+                })
+            let serverUpgradeConfiguration = NIOTypedHTTPServerUpgradeConfiguration(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandlers(configuration.additionalChannelHandlers())
+                        try channel.pipeline.syncOperations.addHandler(
+                            HTTPConnectionStateHandler(idleTimeout: configuration.idleTimeout.map { .init($0) }, logger: logger))
+                        let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                        return upgradeAttempted.withLockedValue { $0 }
+                            ? UpgradeResult.failedUpgrade(asyncChannel) : UpgradeResult.notUpgraded(asyncChannel)
+                    }
+                })
+            var upgradeConfiguration = NIOUpgradableHTTPServerPipelineConfiguration<UpgradeResult>(
+                upgradeConfiguration: serverUpgradeConfiguration)
+            upgradeConfiguration.enablePipelining = false  // HTTP is pipelined by NIOAsyncChannel
+            upgradeConfiguration.enableErrorHandling = false  // handled by Hummingbird
+            upgradeConfiguration.enableResponseHeaderValidation = false
+            upgradeConfiguration.decoderConfiguration.maxHeaderFieldSize = configuration.httpDecoder.maxHeaderFieldSize
+            upgradeConfiguration.decoderConfiguration.maxHeaderListSize = configuration.httpDecoder.maxHeaderListSize
+            upgradeConfiguration.decoderConfiguration.maxHeaderFieldCount = configuration.httpDecoder.maxHeaderFieldCount
+            let negotiation = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
+                configuration: upgradeConfiguration)
+            return Value(upgradeResult: negotiation, channel: channel)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.upgradeResult.get() {
+            case .push:
+                // The channel's handler serves it from here on; the hub closes it at shutdown.
+                return
+            case .notUpgraded(let http1):
+                await handleHTTP(asyncChannel: http1, logger: logger)
+            case .failedUpgrade(let http1):
+                await Self.writeFailedUpgrade(http1, logger: logger)
+            }
+        } catch {
+            logger.debug("connection setup failed: \(error)")
+        }
+    }
+
+    /// 400 with `Connection: close`, for an upgrade request to a path that takes none.
+    static func writeFailedUpgrade(_ channel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, logger: Logger) async {
+        do {
+            try await channel.executeThenClose { _, outbound in
+                let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+                try await outbound.write(contentsOf: [.head(head), .end(nil)])
+            }
+        } catch {
+            logger.trace("failed to answer a refused upgrade: \(error)")
+        }
+    }
+}
