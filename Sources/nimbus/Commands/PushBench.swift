@@ -273,12 +273,15 @@ struct PushLatencyResult: Sendable {
 
     var mode: String { allOneUser ? "one user, every save pushes to all devices" : "one device per user, every save pushes to one" }
 
+    /// The share of pushes that reached the device before A had read its answer.
+    var pushedFirst: Double { afterAnswer.isEmpty ? 0 : Double(afterAnswer.filter { $0 < 0 }.count) / Double(afterAnswer.count) }
+
     var line: String {
         let answer = afterAnswer.map { max(0, $0) }
         return String(
-            format: "push latency, %5d devices (%@), %d saves/s: answer→push p50 %.2f ms  p99 %.2f ms  max %.2f ms | request→push p50 %.2f ms  p99 %.2f ms | %d pushes, %d missing",
+            format: "push latency, %5d devices (%@), %d saves/s: answer→push p50 %.2f ms  p99 %.2f ms  max %.2f ms (%.0f%% before the answer) | request→push p50 %.2f ms  p99 %.2f ms | %d pushes, %d missing",
             devices, mode, rate, percentile(answer, 0.5), percentile(answer, 0.99), answer.max() ?? .nan,
-            percentile(afterRequest, 0.5), percentile(afterRequest, 0.99), pushes, missing)
+            pushedFirst * 100, percentile(afterRequest, 0.5), percentile(afterRequest, 0.99), pushes, missing)
     }
 
     var json: JSON {
@@ -287,7 +290,7 @@ struct PushLatencyResult: Sendable {
             "devices": .int(devices), "fanout": .string(allOneUser ? "user" : "users"), "savesPerSecond": .int(rate),
             "saves": .int(saves), "pushes": .int(pushes), "missing": .int(missing),
             "answerToPushP50Ms": .double(percentile(answer, 0.5)), "answerToPushP99Ms": .double(percentile(answer, 0.99)),
-            "answerToPushMaxMs": .double(answer.max() ?? 0),
+            "answerToPushMaxMs": .double(answer.max() ?? 0), "pushedBeforeAnswer": .double(pushedFirst),
             "requestToPushP50Ms": .double(percentile(afterRequest, 0.5)),
             "requestToPushP99Ms": .double(percentile(afterRequest, 0.99)),
         ]
