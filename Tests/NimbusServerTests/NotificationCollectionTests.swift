@@ -122,4 +122,34 @@ struct NotificationCollectionTests {
         }
         #expect(try await store.lookupRecords(["t"], zone: "Z", in: database) == [nil])
     }
+
+    @Test func compactionRemovesOldNotificationsAndExpiresTheirTokens() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(directory: directory)
+        defer { try? store.close() }
+        let database = DatabaseKey(container: "iCloud.t", environment: .development, scope: .private, owner: "_alice")
+        let caller = Caller(userRecordName: "_alice", deviceID: "phone")
+        let recipient = NotificationRecipient(container: "iCloud.t", environment: .development, userRecordName: "_alice")
+        _ = try await store.modifySubscriptions(
+            [.save(SubscriptionDefinition(subscriptionID: "d", kind: .database))], owner: "_alice", in: database)
+        func write(_ name: String, at now: Int64) async throws {
+            _ = try await store.modifyRecords(
+                [RecordOperation(type: .create, record: Record(recordName: name, recordType: "T"))], zone: "_defaultZone",
+                atomic: false, policy: WritePolicy(creatorOnlyWrites: false, now: now), caller: caller, in: database)
+        }
+        try await write("old", at: 1_000)
+        let early = try await store.notificationChanges(for: recipient, since: nil, limit: 10).syncToken
+        try await write("new", at: 9_000)
+
+        #expect(try await store.compactNotifications(retentionMillis: 5_000, now: 10_000) == 1)
+        let remaining = try await store.notificationChanges(for: recipient, since: nil, limit: 10)
+        #expect(remaining.notifications.count == 1)
+        // A token from before the compacted notification can no longer be trusted.
+        await #expect(throws: CloudKitError.self) {
+            _ = try await store.notificationChanges(for: recipient, since: NotificationToken.encode(0), limit: 10)
+        }
+        // One taken after it still reads what came since.
+        #expect(try await store.notificationChanges(for: recipient, since: early, limit: 10).notifications.count == 1)
+    }
 }

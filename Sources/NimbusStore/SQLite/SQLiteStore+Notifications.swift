@@ -119,7 +119,7 @@ extension SQLiteStore {
                 arguments: recipient.arguments)
             let last: Int64 = state?[0] ?? 0
             let horizon: Int64 = state?[1] ?? 0
-            if since > 0 && since < horizon {
+            if token != nil && since < horizon {
                 throw CloudKitError(
                     .changeTokenExpired,
                     "the notification token is older than the notification retention window; fetch the collection "

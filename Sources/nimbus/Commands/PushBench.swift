@@ -190,7 +190,7 @@ final class ServerProcess: Sendable {
 // MARK: - Devices
 
 /// Arrival times of pushes, by the `seq` their `af` carries.
-final class ArrivalLog: Sendable {
+final class PushArrivalLog: Sendable {
     private let arrivals = NIOLockedValueBox<[Int: [ContinuousClock.Instant]]>([:])
     private let connected = NIOLockedValueBox(0)
 
@@ -212,7 +212,7 @@ final class ArrivalLog: Sendable {
 /// Connects WebSocket devices and keeps them connected until `stop`.
 final class DeviceFleet: Sendable {
     private let tasks = NIOLockedValueBox<[Task<Void, Never>]>([])
-    let log = ArrivalLog()
+    let log = PushArrivalLog()
 
     /// Connects `urls.count` devices, at most `concurrency` connecting at once; returns when all are open.
     func connect(_ urls: [String], concurrency: Int = 100) async throws {
@@ -448,12 +448,5 @@ struct IdleMemoryRun {
         await fleet.stop()
         return IdleMemoryResult(
             connections: connections, baselineBytes: baseline, connectedBytes: connected, connectSeconds: connectSeconds)
-    }
-}
-
-extension Duration {
-    var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }
 }
