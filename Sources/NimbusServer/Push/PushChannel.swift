@@ -43,7 +43,10 @@ struct PushChannel: Sendable {
             let (recipient, deviceID) = try await authenticate(path: uri, header: header)
             let connection = PushConnection(
                 recipient: recipient, deviceID: deviceID, channel: channel, bufferLimit: settings.bufferLimit)
-            await hub.register(connection)
+            guard await hub.register(connection) else {
+                // The server is stopping: a retryable refusal (1001), the client comes back later.
+                return .refused(.goingAway, reason: "TRY_AGAIN_LATER: the server is stopping; connect again")
+            }
             let (hub, store) = (hub, store)
             channel.closeFuture.whenComplete { _ in
                 connection.finish()

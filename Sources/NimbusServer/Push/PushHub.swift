@@ -29,14 +29,13 @@ public actor PushHub {
         devices[recipient, default: [:]].values.map(\.deviceID).sorted()
     }
 
-    func register(_ connection: PushConnection) {
-        guard !isShutDown else {
-            connection.close()
-            return
-        }
+    /// Adds a connection; `false` once the server is stopping.
+    func register(_ connection: PushConnection) -> Bool {
+        guard !isShutDown else { return false }
         devices[connection.recipient, default: [:]][ObjectIdentifier(connection)] = connection
         connectionCount += 1
         notifyWatchers(of: connection.recipient)
+        return true
     }
 
     func unregister(_ connection: PushConnection) {
