@@ -4,9 +4,9 @@ import NimbusStore
 /// Delivers committed notifications to the connected devices of their recipients and wakes
 /// the web couriers waiting for them.
 ///
-/// Delivery never waits on a device: each connection has a bounded outbox
-/// (``PushConnection``), so a slow or dead socket holds up neither the commit that made the
-/// notification nor any other device's push.
+/// Delivery never waits on a device: frames are handed to each connection's event loop with
+/// a bound on how many may be unwritten (``PushConnection``), so a slow or dead socket holds
+/// up neither the commit that made the notification nor any other device's push.
 ///
 /// The device that made a change is not sent its notification; every other connected
 /// device of the recipient is. Devices that were offline catch up when they reconnect

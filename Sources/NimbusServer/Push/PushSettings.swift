@@ -13,7 +13,8 @@ public struct PushSettings: Sendable {
     public var bufferLimit: Int
     /// How long a web courier long poll is held open before it returns empty.
     public var courierTimeout: Duration
-    /// How often stalled connections are looked for.
+    /// How often stalled connections are looked for (and heartbeats sent: at least twice per
+    /// heartbeat interval).
     public var sweepInterval: Duration
     /// The base URL clients reach the server at, for `webcourierURL` (`https://sync.example.com`).
     /// When `nil`, the request's `Host` (or `X-Forwarded-Host` and `X-Forwarded-Proto`) is used.
