@@ -163,3 +163,16 @@ extension SQLiteStore {
     /// Milliseconds since the epoch.
     static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 }
+
+extension SQLiteStore: NimbusStorage {
+    public var engineName: String { "sqlite" }
+
+    /// One file, one server process: there are no other nodes.
+    public func remoteNotifications() -> AsyncStream<[StoredNotification]> {
+        AsyncStream { $0.finish() }
+    }
+
+    public func shutdown() async throws {
+        try close()
+    }
+}
