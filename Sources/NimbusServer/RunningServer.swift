@@ -19,8 +19,8 @@ public final class RunningServer: Sendable {
     /// The port the server listens on (the real one when the configuration asked for 0).
     public let port: Int
     public let host: String
-    /// The embedded store: also the provisioning API (containers, users, tokens, keys).
-    public let store: SQLiteStore
+    /// The storage engine: also the provisioning API (containers, users, tokens, keys).
+    public let store: any NimbusStorage
     public let configuration: ServerConfiguration
     /// Every route the HTTP router registers (`POST /database/**`, `GET /health`, …); the
     /// OpenAPI test checks that `openapi.yaml` describes each.
@@ -34,7 +34,7 @@ public final class RunningServer: Sendable {
     public var baseURL: String { "http://\(host):\(port)" }
 
     private init(
-        port: Int, store: SQLiteStore, configuration: ServerConfiguration, routes: [RegisteredRoute],
+        port: Int, store: any NimbusStorage, configuration: ServerConfiguration, routes: [RegisteredRoute],
         push: PushHub, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>
     ) {
         self.port = port
@@ -53,7 +53,7 @@ public final class RunningServer: Sendable {
         _ configuration: ServerConfiguration, handleSignals: Bool = false,
         logger: Logger = Logger(label: "nimbus")
     ) async throws -> RunningServer {
-        let store = try SQLiteStore(directory: configuration.dataDirectory)
+        let store = try await configuration.storage.open(logger: logger)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let hub = PushHub()
         let api = CloudKitAPI(
@@ -84,15 +84,21 @@ public final class RunningServer: Sendable {
             store: store, retention: configuration.tombstoneRetention, interval: configuration.compactionInterval,
             logger: logger, notifications: store)
         let sweeper = PushSweeper(hub: hub, settings: configuration.push)
+        let relay = RemoteNotificationRelay(store: store, hub: hub, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
                 // Shut down in reverse: the sweeper first ends the couriers' long polls.
-                services: [app, compactor, sweeper],
+                services: [relay, app, compactor, sweeper],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))
         let runTask = Task {
-            defer { try? store.close() }
-            try await group.run()
+            do {
+                try await group.run()
+            } catch {
+                try? await store.shutdown()
+                throw error
+            }
+            try await store.shutdown()
         }
         var iterator = portStream.makeAsyncIterator()
         guard let port = await iterator.next() else {

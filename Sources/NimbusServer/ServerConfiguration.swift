@@ -5,8 +5,8 @@ public struct ServerConfiguration: Sendable {
     public var host: String
     /// 0 picks a free port (tests); the bound port is reported by ``RunningServer/port``.
     public var port: Int
-    /// Where the SQLite database lives; created on first run.
-    public var dataDirectory: String
+    /// The engine and where its data lives: an SQLite file in a data directory by default.
+    public var storage: StorageLocation
     /// How long tombstones (and deleted zones) are kept. A sync token older than this gets
     /// CHANGE_TOKEN_EXPIRED.
     public var tombstoneRetention: Duration
@@ -27,7 +27,7 @@ public struct ServerConfiguration: Sendable {
     ) {
         self.host = host
         self.port = port
-        self.dataDirectory = dataDirectory
+        self.storage = .sqlite(directory: dataDirectory)
         self.tombstoneRetention = tombstoneRetention
         self.compactionInterval = compactionInterval
         self.signatureWindow = signatureWindow

@@ -1,4 +1,5 @@
 import ArgumentParser
+import NimbusServer
 
 /// The `nimbus` command.
 @main
@@ -12,12 +13,15 @@ struct NimbusCommand: AsyncParsableCommand {
         ])
 }
 
-/// Options shared by every command that opens the data directory.
+/// Options shared by every command that opens the storage.
 struct DataOptions: ParsableArguments {
     @Option(name: .long, help: "The data directory (default: ./nimbus-data, or $NIMBUS_DATA).")
     var data: String?
 
     var directory: String { data ?? ServerConfigurationDefaults.dataDirectory }
+
+    /// The storage these options name.
+    var location: StorageLocation { .sqlite(directory: directory) }
 }
 
 /// `--json` output for scripts.

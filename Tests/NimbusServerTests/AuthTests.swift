@@ -10,8 +10,8 @@ import Testing
 
 @Suite("Authentication and isolation")
 struct AuthTests {
-    @Test func missingAuthIsAuthenticationRequired() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func missingAuthIsAuthenticationRequired(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             var client = server.anonymous()
             client.apiToken = nil
             let reply = try await client.post("records/lookup", ["records": []], scope: "public")
@@ -22,8 +22,8 @@ struct AuthTests {
         }
     }
 
-    @Test func wrongOrRevokedTokensAreAuthenticationFailed() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func wrongOrRevokedTokensAreAuthenticationFailed(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             var alice = try await server.user("alice")
             let good = alice
             alice.apiToken = "nope"
@@ -39,8 +39,8 @@ struct AuthTests {
         }
     }
 
-    @Test func privateDatabaseNeedsAUser() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func privateDatabaseNeedsAUser(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let anonymous = server.anonymous()
             let reply = try await anonymous.get("zones/list")
             #expect(reply.status == 421)
@@ -48,8 +48,8 @@ struct AuthTests {
         }
     }
 
-    @Test func aUserNeverReachesAnotherUsersPrivateDatabase() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func aUserNeverReachesAnotherUsersPrivateDatabase(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let bob = try await server.user("bob")
             _ = try await alice.createZone("Secret")
@@ -73,8 +73,8 @@ struct AuthTests {
         }
     }
 
-    @Test func userRecordNamesDifferBetweenContainers() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func userRecordNamesDifferBetweenContainers(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let store = server.server.store
             _ = try await store.createContainer("iCloud.com.example.other")
             let first = try await store.createUser(
@@ -94,8 +94,8 @@ struct AuthTests {
         }
     }
 
-    @Test func publicDatabaseIsReadableByAnyoneAndWritableByTheCreator() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func publicDatabaseIsReadableByAnyoneAndWritableByTheCreator(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let bob = try await server.user("bob")
             let created = try await alice.modify("_defaultZone", [op("create", "article", fields: ["order": 1])], scope: "public")
@@ -120,8 +120,8 @@ struct AuthTests {
         }
     }
 
-    @Test func serverToServerKeysSignDateBodyHashAndPath() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func serverToServerKeysSignDateBodyHashAndPath(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let key = P256.Signing.PrivateKey()
             let keyID = "test-key-1"
             try await server.server.store.addServerKey(

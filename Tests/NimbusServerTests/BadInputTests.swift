@@ -13,8 +13,8 @@ struct BadInputTests {
         }
     }
 
-    @Test func malformedBodiesAndWrongTypesAreBadRequestsNamingThePath() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func malformedBodiesAndWrongTypesAreBadRequestsNamingThePath(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             expectBadRequest(try await alice.postRaw("records/modify", "{\"operations\": [}"), mentioning: ["malformed JSON"])
@@ -74,8 +74,8 @@ struct BadInputTests {
         }
     }
 
-    @Test func moreThan200OperationsAreRefused() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func moreThan200OperationsAreRefused(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let reply = try await alice.modify("Z", (0..<201).map { op("create", "r\($0)") })
@@ -84,8 +84,8 @@ struct BadInputTests {
         }
     }
 
-    @Test func aRecordOverOneMegabyteIsRefused() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func aRecordOverOneMegabyteIsRefused(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let big = String(repeating: "x", count: (1 << 20) + 1)
@@ -95,8 +95,8 @@ struct BadInputTests {
         }
     }
 
-    @Test func unknownOperationsAndEnvironmentsAreClearErrors() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func unknownOperationsAndEnvironmentsAreClearErrors(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let unknown = try await alice.post("records/explode", [:])
             #expect(unknown.status == 404)
@@ -109,8 +109,8 @@ struct BadInputTests {
         }
     }
 
-    @Test func commonClientVariationsAreTolerated() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func commonClientVariationsAreTolerated(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             // Pretty-printed, odd content type, ownerName instead of ownerRecordName.

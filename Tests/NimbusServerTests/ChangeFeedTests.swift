@@ -5,8 +5,8 @@ import Testing
 
 @Suite("Change tokens and feeds")
 struct ChangeFeedTests {
-    @Test func tenEditsOfOneRecordComeBackAsOneRecordInItsLatestState() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func tenEditsOfOneRecordComeBackAsOneRecordInItsLatestState(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let start = try await alice.changes("Z")
@@ -24,8 +24,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func createdAndDeletedSinceTheTokenYieldsNothingAndDeletedYieldsATombstone() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func createdAndDeletedSinceTheTokenYieldsNothingAndDeletedYieldsATombstone(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", [op("create", "old")])
@@ -42,8 +42,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func aRecordDeletedRecreatedAndDeletedAgainShowsAsDeletedToAReaderOfTheFirstIncarnation() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func aRecordDeletedRecreatedAndDeletedAgainShowsAsDeletedToAReaderOfTheFirstIncarnation(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", [op("create", "r")])
@@ -57,8 +57,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func pagingIsCompleteAndFreeOfDuplicatesWhileWritesContinue() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func pagingIsCompleteAndFreeOfDuplicatesWhileWritesContinue(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let names = (0..<120).map { "r\($0)" }
@@ -99,8 +99,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func resultsLimitIsCappedAt200() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func resultsLimitIsCappedAt200(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", (0..<200).map { op("create", "a\($0)") })
@@ -114,8 +114,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func tokensOlderThanTheTombstoneHorizonExpire() async throws {
-        try await TestServer.with(configure: { $0.tombstoneRetention = .zero }) { server in
+    @Test(arguments: Engine.available) func tokensOlderThanTheTombstoneHorizonExpire(engine: Engine) async throws {
+        try await TestServer.with(engine, configure: { $0.tombstoneRetention = .zero }) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", [op("create", "a"), op("create", "b")])
@@ -136,8 +136,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func deletingAZoneDeletesItsRecordsAndShowsInZoneAndDatabaseChanges() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func deletingAZoneDeletesItsRecordsAndShowsInZoneAndDatabaseChanges(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Keep")
             _ = try await alice.createZone("Gone")
@@ -173,8 +173,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func databaseChangesNameOnlyTheZonesThatChanged() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func databaseChangesNameOnlyTheZonesThatChanged(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("ReadingList")
             _ = try await alice.createZone("ReadingHistory")
@@ -187,8 +187,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func changesZoneFetchesSeveralZonesAndReportsErrorsInPlace() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func changesZoneFetchesSeveralZonesAndReportsErrorsInPlace(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("A")
             _ = try await alice.modify("A", [op("create", "r")])
@@ -201,8 +201,8 @@ struct ChangeFeedTests {
         }
     }
 
-    @Test func aTokenFromAnotherKindIsABadRequest() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func aTokenFromAnotherKindIsABadRequest(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let dbToken = try #require(try await alice.post("changes/database", [:])["syncToken"]?.string)

@@ -4,8 +4,8 @@ import Testing
 
 @Suite("Field types and references")
 struct FieldAndReferenceTests {
-    @Test func everyFieldTypeRoundTripsWithItsType() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func everyFieldTypeRoundTripsWithItsType(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let fields: JSON = [
@@ -52,8 +52,8 @@ struct FieldAndReferenceTests {
         }
     }
 
-    @Test func valuesWithoutTypeAreInferredAndResponsesCarryTheType() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func valuesWithoutTypeAreInferredAndResponsesCarryTheType(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let reply = try await alice.post(
@@ -84,8 +84,8 @@ struct FieldAndReferenceTests {
         }
     }
 
-    @Test func int64AcceptsNumbersAsStringsOnInput() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func int64AcceptsNumbersAsStringsOnInput(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let reply = try await alice.post(
@@ -106,8 +106,8 @@ struct FieldAndReferenceTests {
         }
     }
 
-    @Test func deleteSelfReferencesCascadeAndShowAsDeletedInChanges() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func deleteSelfReferencesCascadeAndShowAsDeletedInChanges(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", [op("create", "parent")])
@@ -142,8 +142,8 @@ struct FieldAndReferenceTests {
         }
     }
 
-    @Test func validateReferenceToAMissingRecordIsRejected() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func validateReferenceToAMissingRecordIsRejected(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             func child(_ target: String) -> JSON {

@@ -9,8 +9,8 @@ import Testing
 /// marked read.
 @Suite("Notification collection")
 struct NotificationCollectionTests {
-    @Test func theCollectionPagesSinceATokenWithMoreComing() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func theCollectionPagesSinceATokenWithMoreComing(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.subscribe(zoneSubscription("z", zone: "Z"))
@@ -45,8 +45,8 @@ struct NotificationCollectionTests {
         }
     }
 
-    @Test func aReadMarkReachesTheUsersOtherDevices() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func aReadMarkReachesTheUsersOtherDevices(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.subscribe(zoneSubscription("z", zone: "Z"))

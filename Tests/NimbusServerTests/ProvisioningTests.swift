@@ -7,8 +7,8 @@ import Testing
 struct ProvisioningTests {
     /// The CLI opens the data directory as a second SQLite connection pool, as another process
     /// does; what it writes is usable at once by the running server.
-    @Test func usersAndTokensCreatedBesideTheRunningServerWorkImmediately() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func usersAndTokensCreatedBesideTheRunningServerWorkImmediately(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let cli = try SQLiteStore(directory: server.directory)
             defer { try? cli.close() }
             let container = "iCloud.com.example.cli"

@@ -7,8 +7,8 @@ import Testing
 /// and what an offline device gets when it comes back.
 @Suite("Push delivery")
 struct PushDeliveryTests {
-    @Test func theOtherDeviceOfTheUserIsPushedTheOriginatorAndOtherUsersAreNot() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func theOtherDeviceOfTheUserIsPushedTheOriginatorAndOtherUsersAreNot(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let bob = try await server.user("bob")
             _ = try await alice.createZone("ReadingList")
@@ -62,8 +62,8 @@ struct PushDeliveryTests {
         }
     }
 
-    @Test func anOfflineDeviceGetsOneCoalescedPushOnReconnectAndReadsTheRestFromTheCollection() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func anOfflineDeviceGetsOneCoalescedPushOnReconnectAndReadsTheRestFromTheCollection(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("ReadingList")
             _ = try await alice.subscribe(zoneSubscription("reading-list", zone: "ReadingList"))
@@ -106,8 +106,8 @@ struct PushDeliveryTests {
         }
     }
 
-    @Test func queryPushesFollowTheRecordIntoAndOutOfTheFilter() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func queryPushesFollowTheRecordIntoAndOutOfTheFilter(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("News")
             let subscription = querySubscription(
@@ -151,8 +151,8 @@ struct PushDeliveryTests {
         }
     }
 
-    @Test func aFiresOnceSubscriptionFiresForOneRecordAndIsThenDeleted() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func aFiresOnceSubscriptionFiresForOneRecordAndIsThenDeleted(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let once = querySubscription(
                 "once", recordType: "Alert", filters: [filter("level", "GREATER_THAN", 5)], firesOn: ["create"],
@@ -185,8 +185,8 @@ struct PushDeliveryTests {
         }
     }
 
-    @Test func databaseAndZoneSubscriptionsFireForZonesCreatedAndDeleted() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func databaseAndZoneSubscriptionsFireForZonesCreatedAndDeleted(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("History")
             _ = try await alice.subscribe(databaseSubscription("everything"))
@@ -211,8 +211,8 @@ struct PushDeliveryTests {
         }
     }
 
-    @Test func alertsBadgesAndSoundsTravelInAps() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func alertsBadgesAndSoundsTravelInAps(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let subscription: JSON = [
                 "subscriptionID": "mentions", "subscriptionType": "query",

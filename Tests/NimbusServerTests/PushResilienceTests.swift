@@ -11,8 +11,8 @@ import WSCore
 /// device's pushes.
 @Suite("Push resilience", .timeLimit(.minutes(1)))
 struct PushResilienceTests {
-    @Test func refusedConnectionsAreClosedWithTheirReason() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func refusedConnectionsAreClosedWithTheirReason(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
 
             var forged = alice
@@ -40,8 +40,8 @@ struct PushResilienceTests {
         }
     }
 
-    @Test func aDeviceThatStopsReadingIsDroppedWithoutSlowingCommitsOrOtherDevices() async throws {
-        try await TestServer.with(configure: {
+    @Test(arguments: Engine.available) func aDeviceThatStopsReadingIsDroppedWithoutSlowingCommitsOrOtherDevices(engine: Engine) async throws {
+        try await TestServer.with(engine, configure: {
             $0.push.writeTimeout = .milliseconds(500)
             $0.push.sweepInterval = .milliseconds(100)
         }) { server in
@@ -81,8 +81,8 @@ struct PushResilienceTests {
         }
     }
 
-    @Test func aDeviceThatAnswersNoHeartbeatIsClosed() async throws {
-        try await TestServer.with(configure: { $0.push.heartbeatInterval = .milliseconds(200) }) { server in
+    @Test(arguments: Engine.available) func aDeviceThatAnswersNoHeartbeatIsClosed(engine: Engine) async throws {
+        try await TestServer.with(engine, configure: { $0.push.heartbeatInterval = .milliseconds(200) }) { server in
             let alice = try await server.user("alice")
             let url = PushTestDevice.pushURL(alice, deviceID: "dead")
             let dead = try await StalledWebSocket.open(
@@ -93,8 +93,8 @@ struct PushResilienceTests {
         }
     }
 
-    @Test func oversizedPayloadsArePrunedToTheAPNsLimit() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func oversizedPayloadsArePrunedToTheAPNsLimit(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.subscribe(
                 querySubscription("big", recordType: "Doc", firesOn: ["create"], desiredKeys: ["body"]))

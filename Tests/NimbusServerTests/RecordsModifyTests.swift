@@ -3,8 +3,8 @@ import Testing
 
 @Suite("records/modify")
 struct RecordsModifyTests {
-    @Test func createReturnsRecordWithSystemFieldsAndTypes() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func createReturnsRecordWithSystemFieldsAndTypes(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice", device: "phone")
             _ = try await alice.createZone("Notes")
             let reply = try await alice.modify("Notes", [op("create", "n1", "Note", fields: ["title": "Hi", "count": 3])])
@@ -21,8 +21,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func createOfExistingRecordFailsWithExists() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func createOfExistingRecordFailsWithExists(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", [op("create", "r", fields: ["a": 1])])
@@ -34,8 +34,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func staleChangeTagConflictsWithServerRecordAndOverwritesNothing() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func staleChangeTagConflictsWithServerRecordAndOverwritesNothing(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let created = try await alice.modify("Z", [op("create", "r", fields: ["title": "v1"])])
@@ -59,8 +59,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func updateKeepsUnsentFieldsAndReplaceClearsThem() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func updateKeepsUnsentFieldsAndReplaceClearsThem(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let created = try await alice.modify("Z", [op("create", "r", fields: ["a": "1", "b": "2"])])
@@ -77,8 +77,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func forceOperationsIgnoreTheChangeTagAndCreateWhenMissing() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func forceOperationsIgnoreTheChangeTagAndCreateWhenMissing(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let forced = try await alice.modify("Z", [op("forceUpdate", "new", fields: ["a": 1])])
@@ -92,8 +92,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func lockedOperationsNeedATag() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func lockedOperationsNeedATag(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", [op("create", "r", fields: ["a": 1])])
@@ -104,8 +104,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func perItemResultsComeInRequestOrderAndNonAtomicBatchesApplyWhatTheyCan() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func perItemResultsComeInRequestOrderAndNonAtomicBatchesApplyWhatTheyCan(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", [op("create", "b", fields: ["x": 1])])
@@ -122,8 +122,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func atomicBatchInACustomZoneIsAllOrNothing() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func atomicBatchInACustomZoneIsAllOrNothing(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             _ = try await alice.modify("Z", [op("create", "b", fields: ["x": 1])])
@@ -141,8 +141,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func desiredKeysLimitTheReturnedFields() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func desiredKeysLimitTheReturnedFields(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let reply = try await alice.post(
@@ -157,8 +157,8 @@ struct RecordsModifyTests {
         }
     }
 
-    @Test func missingZoneIsZoneNotFound() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func missingZoneIsZoneNotFound(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let reply = try await alice.modify("Nope", [op("create", "r")])
             #expect(reply.status == 404)

@@ -6,8 +6,8 @@ import Testing
 /// `subscriptions/list`, `subscriptions/lookup` and `subscriptions/modify` in Apple's shapes.
 @Suite("Subscriptions API")
 struct SubscriptionAPITests {
-    @Test func createListLookupReplaceAndDeleteRoundTrip() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func createListLookupReplaceAndDeleteRoundTrip(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("ReadingList")
             let created = try await alice.subscribe(zoneSubscription("reading-list", zone: "ReadingList"))
@@ -56,8 +56,8 @@ struct SubscriptionAPITests {
         }
     }
 
-    @Test func invalidSubscriptionsAreRejectedWithClearReasons() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func invalidSubscriptionsAreRejectedWithClearReasons(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let zoneWithKeys = zoneSubscription("z", zone: "Z", info: ["shouldSendContentAvailable": true, "desiredKeys": ["title"]])
@@ -86,8 +86,8 @@ struct SubscriptionAPITests {
         }
     }
 
-    @Test func thePublicDatabaseHasPerUserQuerySubscriptionsOnly() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func thePublicDatabaseHasPerUserQuerySubscriptionsOnly(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let bob = try await server.user("bob")
             let query = querySubscription("news", recordType: "Article", firesOn: ["create"])

@@ -31,8 +31,8 @@ struct WebCourierTests {
         return (token, courier)
     }
 
-    @Test func aLongPollReturnsThePushWhenTheChangeIsCommitted() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func aLongPollReturnsThePushWhenTheChangeIsCommitted(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("ReadingList")
             _ = try await alice.subscribe(zoneSubscription("reading-list", zone: "ReadingList"))
@@ -64,8 +64,8 @@ struct WebCourierTests {
         }
     }
 
-    @Test func aPollWithNothingToSayReturnsEmptyAfterTheTimeout() async throws {
-        try await TestServer.with(configure: { $0.push.courierTimeout = .milliseconds(200) }) { server in
+    @Test(arguments: Engine.available) func aPollWithNothingToSayReturnsEmptyAfterTheTimeout(engine: Engine) async throws {
+        try await TestServer.with(engine, configure: { $0.push.courierTimeout = .milliseconds(200) }) { server in
             let alice = try await server.user("alice")
             let (_, courier) = try await register(alice)
             let reply = try await alice.send(courier, method: .GET, body: nil, headers: [])
@@ -74,8 +74,8 @@ struct WebCourierTests {
         }
     }
 
-    @Test func unknownAndUnregisteredTokensAreRefused() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func unknownAndUnregisteredTokensAreRefused(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let created = try await post(alice, tokensURL(alice, "create"), [:])
             let courier = try #require(created["webcourierURL"]?.string)

@@ -323,7 +323,7 @@ struct BenchCommand: AsyncParsableCommand {
                 mean: latencies.reduce(0, +) / Double(latencies.count)))
     }
 
-    static func provision(_ store: SQLiteStore, runID: String) async throws -> BenchCredentials {
+    static func provision(_ store: any NimbusStorage, runID: String) async throws -> BenchCredentials {
         let container = "iCloud.nimbus.bench.\(runID)"
         let api = try await store.createContainer(container)
         let user = try await store.createUser(

@@ -1,11 +1,22 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import Logging
+import NimbusServer
 import NimbusProtocol
 import NimbusStore
 
-func openStore(_ options: DataOptions) throws -> SQLiteStore {
-    try SQLiteStore(directory: options.directory)
+/// Opens the storage the options name, runs `body`, and closes it.
+func withStore<T>(_ options: DataOptions, _ body: (any NimbusStorage) async throws -> T) async throws -> T {
+    let store = try await options.location.open(logger: Logger(label: "nimbus"))
+    do {
+        let result = try await body(store)
+        try await store.shutdown()
+        return result
+    } catch {
+        try? await store.shutdown()
+        throw error
+    }
 }
 
 /// Prints `json` as JSON, or `text` otherwise.
@@ -36,7 +47,7 @@ struct ContainerCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let token = try await openStore(data).createContainer(identifier)
+            let token = try await withStore(data) { try await $0.createContainer(identifier) }
             emit(
                 output, json: .object(["container": .string(identifier), "apiToken": .string(token.token)]),
                 text: "container \(identifier)\nAPI token: \(token.token)")
@@ -49,7 +60,7 @@ struct ContainerCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let containers = try await openStore(data).listContainers()
+            let containers = try await withStore(data) { try await $0.listContainers() }
             emit(output, json: .array(containers.map { .string($0) }), text: containers.joined(separator: "\n"))
         }
     }
@@ -71,8 +82,8 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let token = try await openStore(data).createUser(
-                name: name, email: email, firstName: firstName, lastName: lastName, container: container)
+            let token = try await withStore(data) { try await $0.createUser(
+                name: name, email: email, firstName: firstName, lastName: lastName, container: container) }
             emit(
                 output,
                 json: .object([
@@ -96,7 +107,7 @@ struct TokenCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let token = try await openStore(data).createAPIToken(container: container)
+            let token = try await withStore(data) { try await $0.createAPIToken(container: container) }
             emit(output, json: tokenJSON(token), text: "API token: \(token.token)")
         }
     }
@@ -108,7 +119,7 @@ struct TokenCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let tokens = try await openStore(data).listTokens(container: container)
+            let tokens = try await withStore(data) { try await $0.listTokens(container: container) }
             let lines = tokens.map { token in
                 "\(token.token)  \(token.kind.rawValue)  \(token.container)  \(token.user?.name ?? "-")\(token.revoked ? "  revoked" : "")"
             }
@@ -123,7 +134,7 @@ struct TokenCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            guard try await openStore(data).revokeToken(token) else {
+            guard try await withStore(data, { try await $0.revokeToken(token) }) else {
                 throw ValidationError("no active token \(token)")
             }
             emit(output, json: .object(["revoked": .string(token)]), text: "revoked \(token)")
@@ -149,8 +160,8 @@ struct KeyCommand: AsyncParsableCommand {
             let keyID = Data(SHA256.hash(data: privateKey.publicKey.derRepresentation)).map {
                 String(format: "%02x", $0)
             }.joined()
-            try await openStore(data).addServerKey(
-                keyID: keyID, container: container, publicKeyPEM: privateKey.publicKey.pemRepresentation)
+            try await withStore(data) { try await $0.addServerKey(
+                keyID: keyID, container: container, publicKeyPEM: privateKey.publicKey.pemRepresentation) }
             try privateKey.pemRepresentation.write(toFile: out, atomically: true, encoding: .utf8)
             chmod(out, 0o600)
             emit(
@@ -166,7 +177,7 @@ struct KeyCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let keys = try await openStore(data).listServerKeys(container: container)
+            let keys = try await withStore(data) { try await $0.listServerKeys(container: container) }
             let json: JSON = .array(
                 keys.map {
                     .object([
@@ -186,7 +197,7 @@ struct KeyCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            guard try await openStore(data).revokeServerKey(keyID: keyID) else {
+            guard try await withStore(data, { try await $0.revokeServerKey(keyID: keyID) }) else {
                 throw ValidationError("no active key \(keyID)")
             }
             emit(output, json: .object(["revoked": .string(keyID)]), text: "revoked \(keyID)")

@@ -29,11 +29,11 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "nimbus")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let configuration = ServerConfiguration(
-            host: host, port: port, dataDirectory: data.directory,
-            tombstoneRetention: .milliseconds(Int64(tombstoneRetentionDays * 86_400_000)))
+        var configuration = ServerConfiguration(
+            host: host, port: port, tombstoneRetention: .milliseconds(Int64(tombstoneRetentionDays * 86_400_000)))
+        configuration.storage = data.location
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
-        print("Nimbus is listening on \(server.baseURL) (data: \(server.store.path))")
+        print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         fflush(nil)
         try await server.waitUntilStopped()
         print("Nimbus stopped.")
@@ -50,9 +50,10 @@ struct CompactCommand: AsyncParsableCommand {
     var tombstoneRetentionDays: Double = 30
 
     func run() async throws {
-        let store = try openStore(data)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let report = try await store.compact(retentionMillis: Int64(tombstoneRetentionDays * 86_400_000), now: now)
+        let report = try await withStore(data) {
+            try await $0.compact(retentionMillis: Int64(tombstoneRetentionDays * 86_400_000), now: now)
+        }
         print("removed \(report.tombstonesRemoved) tombstones and \(report.zonesRemoved) deleted zones")
     }
 }

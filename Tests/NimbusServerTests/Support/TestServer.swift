@@ -22,7 +22,9 @@ final class TestServer: Sendable {
         self.apiToken = apiToken
     }
 
-    static func start(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+    static func start(
+        _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("nimbus-test-\(UUID().uuidString)").path
         var configuration = ServerConfiguration(port: 0, dataDirectory: directory)
@@ -36,9 +38,10 @@ final class TestServer: Sendable {
 
     /// Runs `body` against a fresh server, then stops it and removes its files.
     static func with<T>(
-        configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestServer) async throws -> T
+        _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let server = try await start(configure: configure)
+        let server = try await start(engine, configure: configure)
         do {
             let result = try await body(server)
             try await server.stop()
