@@ -57,6 +57,36 @@ struct QueryFilterEvaluationTests {
         #expect(matches("title", .in, .list(elementType: .string, ["Café Sync in Swift"])))
     }
 
+    @Test func inOnAListFieldAsksForSomeMember() {
+        // CloudKit's `ANY tags IN %@`: IN on a list field; NOT_IN on one asks for no member.
+        #expect(matches("tags", .in, .list(elementType: .string, ["rust", "swift"])))
+        #expect(!matches("tags", .in, .list(elementType: .string, ["rust", "go"])))
+        #expect(matches("tags", .notIn, .list(elementType: .string, ["rust", "go"])))
+        #expect(!matches("tags", .notIn, .list(elementType: .string, ["rust", "sync"])))
+        #expect(matches("ranks", .in, .list(elementType: .int64, [3, 9])))
+    }
+
+    @Test func aTokenSearchWithoutAFieldLooksAtEveryStringField() throws {
+        func search(_ comparator: QueryFilter.Comparator, _ text: String) -> Bool {
+            QueryFilter(.searchableFields, comparator, .string(text)).matches(record)
+        }
+        #expect(search(.containsAllTokens, "cafe cloudkit"), "a title token and a tag token")
+        #expect(!search(.containsAllTokens, "cafe rust"))
+        #expect(search(.containsAnyTokens, "rust SYNC"))
+        #expect(!search(.containsAllTokens, "42"), "numbers are not text")
+        let textless = Record(recordName: "n", recordType: "Article", fields: ["order": 1])
+        #expect(!QueryFilter(.searchableFields, .containsAnyTokens, "1").matches(textless))
+
+        let json = try JSON.parse(
+            #"{"recordType": "Article", "filterBy": [{"comparator": "CONTAINS_ALL_TOKENS", "fieldValue": {"value": "café swift"}}]}"#)
+        let query = try RecordQuery(wire: WireReader(json, path: "query"))
+        #expect(query.filters == [QueryFilter(.searchableFields, .containsAllTokens, "café swift")])
+        #expect(query.matches(record))
+        let noField = try JSON.parse(#"{"recordType": "A", "filterBy": [{"comparator": "EQUALS", "fieldValue": {"value": 1}}]}"#)
+        let error = #expect(throws: CloudKitError.self) { try RecordQuery(wire: WireReader(noField, path: "query")) }
+        #expect(error?.reason.contains("needs a fieldName or a systemFieldName") == true)
+    }
+
     @Test func prefixesAreCaseSensitive() {
         #expect(matches("title", .beginsWith, "Café"))
         #expect(!matches("title", .beginsWith, "café"))

@@ -11,6 +11,10 @@ import Foundation
 /// - Token comparators split text on anything that is not a letter or a digit and compare
 ///   tokens case- and diacritic-insensitively.
 /// - NEAR measures great-circle distance in meters.
+/// - IN and NOT_IN on a list field ask whether some member (no member) is one of the values,
+///   as CloudKit's `ANY tags IN %@` does.
+/// - A token search without a field (``QueryFilter/Target/searchableFields``) looks at every
+///   STRING and STRING_LIST field of the record.
 extension RecordQuery {
     /// Whether `record` is of the query's type and matches every filter.
     public func matches(_ record: Record) -> Bool {
@@ -41,6 +45,15 @@ extension QueryFilter {
             return record.created?.userRecordName.map(FieldValue.string)
         case .system(.modifiedUserRecordName):
             return record.modified?.userRecordName.map(FieldValue.string)
+        case .searchableFields:
+            let text = record.fields.keys.sorted().flatMap { key -> [FieldValue] in
+                switch record.fields[key] {
+                case .string(let value)?: return [.string(value)]
+                case .list(.string, let members)?: return members
+                default: return []
+                }
+            }
+            return text.isEmpty ? nil : .list(elementType: .string, text)
         }
     }
 
@@ -78,9 +91,16 @@ extension QueryFilter {
             }
             return comparator == .containsAllTokens ? wanted.isSubset(of: present) : !wanted.isDisjoint(with: present)
         case .in:
-            return elements(of: value).contains { equal(field, $0) }
+            let candidates = elements(of: value)
+            if case .list(_, let members) = field {
+                return members.contains { member in candidates.contains { equal(member, $0) } }
+            }
+            return candidates.contains { equal(field, $0) }
         case .notIn:
             let candidates = elements(of: value)
+            if case .list(_, let members) = field {
+                return !members.contains { member in candidates.contains { equal(member, $0) } }
+            }
             return candidates.contains { comparable(field, $0) } && !candidates.contains { equal(field, $0) }
         case .listContains:
             guard case .list(_, let members) = field else { return false }

@@ -18,8 +18,9 @@ public struct QueryFilter: Sendable, Hashable {
         case near = "NEAR"
         case containsAllTokens = "CONTAINS_ALL_TOKENS"
         case containsAnyTokens = "CONTAINS_ANY_TOKENS"
-        /// The field's value is one of the list's values.
+        /// The field's value is one of the list's values; for a list field, some member is.
         case `in` = "IN"
+        /// The field's value is none of the list's values; for a list field, no member is.
         case notIn = "NOT_IN"
         /// A list field contains the value.
         case listContains = "LIST_CONTAINS"
@@ -42,6 +43,9 @@ public struct QueryFilter: Sendable, Hashable {
             default: return false
             }
         }
+
+        /// Token comparators, the only ones that may target ``Target/searchableFields``.
+        public var isTokenSearch: Bool { self == .containsAllTokens || self == .containsAnyTokens }
     }
 
     /// The fields every record has, addressed with `systemFieldName`.
@@ -73,6 +77,10 @@ public struct QueryFilter: Sendable, Hashable {
     public enum Target: Sendable, Hashable {
         case field(String)
         case system(SystemField)
+        /// Every string field of the record (`STRING` and `STRING_LIST`): the target of a token
+        /// search that names no field, CloudKit's `self CONTAINS 'blue'`. On the wire, a
+        /// `CONTAINS_ALL_TOKENS` or `CONTAINS_ANY_TOKENS` filter without `fieldName`.
+        case searchableFields
     }
 
     public var target: Target

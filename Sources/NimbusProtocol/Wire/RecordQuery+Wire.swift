@@ -25,8 +25,9 @@ extension RecordQuery {
 }
 
 extension QueryFilter.Target {
-    /// Reads `fieldName` or `systemFieldName` (exactly one).
-    init(wire reader: WireReader) throws(CloudKitError) {
+    /// Reads `fieldName` or `systemFieldName` (exactly one); a token search may give neither,
+    /// to search every string field (`searchableFields`).
+    init(wire reader: WireReader, allowsSearchableFields: Bool = false) throws(CloudKitError) {
         let fieldName = try reader.optionalString("fieldName")
         let systemName = try reader.optionalString("systemFieldName")
         switch (fieldName, systemName) {
@@ -43,7 +44,10 @@ extension QueryFilter.Target {
         case (.some, .some):
             throw .badRequest("'\(reader.path)' has both fieldName and systemFieldName; give one")
         case (nil, nil):
-            throw .badRequest("'\(reader.path)' needs a fieldName or a systemFieldName")
+            guard allowsSearchableFields else {
+                throw .badRequest("'\(reader.path)' needs a fieldName or a systemFieldName")
+            }
+            self = .searchableFields
         }
     }
 
@@ -51,6 +55,7 @@ extension QueryFilter.Target {
         switch self {
         case .field(let name): members["fieldName"] = .string(name)
         case .system(let field): members["systemFieldName"] = .string(field.rawValue)
+        case .searchableFields: break
         }
     }
 }
@@ -65,7 +70,7 @@ extension QueryFilter {
                 "'\(reader.path).comparator': unknown comparator '\(name)'; expected one of "
                     + Comparator.allCases.map(\.rawValue).joined(separator: ", "))
         }
-        let target = try Target(wire: reader)
+        let target = try Target(wire: reader, allowsSearchableFields: comparator.isTokenSearch)
         let value = try FieldValue(wire: reader.required("fieldValue"))
         let distance = try reader.optional("distance")?.double()
         if comparator == .near {
