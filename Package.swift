@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "nimbus", targets: ["nimbus"]),
         .library(name: "NimbusProtocol", targets: ["NimbusProtocol"]),
         .library(name: "NimbusStore", targets: ["NimbusStore"]),
+        .library(name: "NimbusPostgres", targets: ["NimbusPostgres"]),
         .library(name: "NimbusServer", targets: ["NimbusServer"]),
         .library(name: "Nimbus", targets: ["Nimbus"]),
         .library(name: "NimbusSync", targets: ["NimbusSync"]),
@@ -28,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
     ],
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
@@ -38,6 +41,22 @@ let package = Package(
             dependencies: [
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The PostgreSQL engine: the same `NimbusStorage` semantics, shared by several nodes.
+        .target(
+            name: "NimbusPostgres",
+            dependencies: [
+                "NimbusStore",
+                "NimbusProtocol",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                // Binding arrays with NULL elements; the store's lock-protected state.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // `sslmode=require` in the connection URL.
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -149,6 +168,17 @@ let package = Package(
         .testTarget(
             name: "NimbusStoreTests",
             dependencies: ["NimbusProtocol", "NimbusStore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NimbusPostgresTests",
+            dependencies: [
+                "NimbusProtocol",
+                "NimbusStore",
+                "NimbusPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -2,15 +2,6 @@ import GRDB
 import NimbusProtocol
 
 extension SQLiteStore: AccountStore {
-    /// 32 random bytes as hex: tokens and record names nobody can guess.
-    static func randomHex(bytes: Int = 32) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            return String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
-        }.joined()
-    }
-
     public func createContainer(_ identifier: String) async throws -> IssuedToken {
         guard !identifier.isEmpty, identifier.allSatisfy({ $0.isLetter || $0.isNumber || ".-_".contains($0) }) else {
             throw AccountError("a container identifier uses letters, digits, '.', '-' and '_' (e.g. iCloud.com.example.app)")
@@ -58,7 +49,7 @@ extension SQLiteStore: AccountStore {
                 // CloudKit user record names start with '_' and differ per container.
                 try db.execute(
                     sql: "INSERT INTO user_identities (user_name, container, record_name) VALUES (?, ?, ?)",
-                    arguments: [name, container, "_" + Self.randomHex(bytes: 16)])
+                    arguments: [name, container, "_" + RandomToken.hex(bytes: 16)])
             }
             let user = try Self.identity(db, userName: name, container: container)
             return try Self.issue(db, kind: .webAuth, container: container, user: user)
@@ -182,7 +173,7 @@ extension SQLiteStore: AccountStore {
     }
 
     static func issue(_ db: Database, kind: IssuedToken.Kind, container: String, user: UserIdentity?) throws -> IssuedToken {
-        let token = randomHex()
+        let token = RandomToken.hex()
         let now = nowMillis()
         try db.execute(
             sql: "INSERT INTO tokens (token, kind, container, user_name, created_at) VALUES (?, ?, ?, ?, ?)",

@@ -25,19 +25,10 @@ extension SQLiteStore {
             let recipient = NotificationRecipient(
                 container: key.container, environment: key.environment, userRecordName: draft.subscription.owner)
             let sequence = try nextSequence(db, recipient)
-            let notificationID = UUID().uuidString.lowercased()
             let badges = draft.subscription.subscription.notificationInfo.shouldBadge
-            let badge = badges ? try unreadBadgeCount(db, recipient) + 1 : nil
-            let payload = PushPayload.make(
-                draft, notificationID: notificationID, container: key.container, scope: key.scope,
-                zoneOwner: key.owner, badge: badge)
             let notification = StoredNotification(
-                recipient: recipient, sequence: sequence, createdSequence: sequence, notificationID: notificationID,
-                subscriptionID: draft.subscription.subscription.subscriptionID, kind: draft.kind, scope: key.scope,
-                zoneName: draft.zoneName, zoneOwner: draft.zoneName == nil ? nil : key.owner,
-                recordName: draft.recordName, reason: draft.reason, originUser: caller?.userRecordName,
-                originDevice: caller?.deviceID, payload: payload.serialized(), isRead: false, badges: badges,
-                createdAt: now)
+                draft: draft, database: key, caller: caller, sequence: sequence,
+                unreadBadges: badges ? try unreadBadgeCount(db, recipient) : 0, now: now)
             try insert(db, notification)
             notifications.append(notification)
         }
@@ -119,12 +110,7 @@ extension SQLiteStore {
                 arguments: recipient.arguments)
             let last: Int64 = state?[0] ?? 0
             let horizon: Int64 = state?[1] ?? 0
-            if token != nil && since < horizon {
-                throw CloudKitError(
-                    .changeTokenExpired,
-                    "the notification token is older than the notification retention window; fetch the collection "
-                        + "again without a token")
-            }
+            if token != nil && since < horizon { throw FeedRules.notificationTokenExpired }
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -213,10 +199,7 @@ extension SQLiteStore {
     public func createPushToken(for recipient: NotificationRecipient, apnsEnvironment: String, now: Int64)
         async throws -> PushToken
     {
-        var bytes = [UInt8](repeating: 0, count: 24)
-        var generator = SystemRandomNumberGenerator()
-        for index in bytes.indices { bytes[index] = UInt8.random(in: .min ... .max, using: &generator) }
-        let token = bytes.map { String(format: "%02x", $0) }.joined()
+        let token = RandomToken.hex(bytes: 24)
         try await pool.write { db in
             try db.execute(
                 sql: """

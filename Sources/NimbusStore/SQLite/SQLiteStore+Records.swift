@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import NimbusProtocol
 
@@ -9,9 +10,7 @@ extension SQLiteStore: RecordStore {
         try await pool.write { db in
             let (dbID, baseVersion) = try Self.ensureDatabase(db, database)
             guard let zoneState = try Self.zone(db, database: dbID, name: zone), !zoneState.deleted else {
-                throw CloudKitError(
-                    .zoneNotFound, "zone '\(zone)' does not exist in this database",
-                    zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner))
+                throw FeedRules.zoneNotFound(zone, in: database)
             }
             let zoneID = ZoneID(zoneName: zone, ownerRecordName: database.owner)
             let rows = try Self.records(
@@ -49,10 +48,10 @@ extension SQLiteStore: RecordStore {
         try await pool.read { db in
             guard let dbRow = try Self.databaseRow(db, database) else {
                 if zone == ZoneID.defaultZoneName { return names.map { _ in nil } }
-                throw Self.zoneNotFound(zone, database)
+                throw FeedRules.zoneNotFound(zone, in: database)
             }
             guard let zoneState = try Self.zone(db, database: dbRow.id, name: zone), !zoneState.deleted else {
-                throw Self.zoneNotFound(zone, database)
+                throw FeedRules.zoneNotFound(zone, in: database)
             }
             let rows = try Self.records(db, database: dbRow.id, zone: zone, names: names)
             return names.map { name in rows[name].flatMap { $0.deleted ? nil : $0 } }
@@ -69,32 +68,13 @@ extension SQLiteStore: RecordStore {
                     return RecordChangesPage(
                         records: [], syncToken: ChangeToken.records(incarnation: 0, version: 0), moreComing: false)
                 }
-                throw Self.zoneNotFound(zone, database)
+                throw FeedRules.zoneNotFound(zone, in: database)
             }
             guard let zoneState = try Self.zone(db, database: dbRow.id, name: zone), !zoneState.deleted else {
-                throw Self.zoneNotFound(zone, database)
+                throw FeedRules.zoneNotFound(zone, in: database)
             }
             let since = position?.version ?? 0
-            if let position {
-                if position.incarnation != zoneState.incarnation {
-                    // The zone the token describes was deleted; the zone of that name now is a
-                    // new one. Answer as for a deleted zone, so clients recover the way they do
-                    // from a zone deletion (re-upload or drop their copies) instead of merely
-                    // refetching, which would silently lose what the old zone held.
-                    throw CloudKitError(
-                        .zoneNotFound,
-                        "the zone '\(zone)' this sync token belongs to was deleted (a zone of that name was "
-                            + "created since); treat the zone as deleted, then fetch without a sync token",
-                        zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner))
-                }
-                if position.version < zoneState.horizon {
-                    throw CloudKitError(
-                        .changeTokenExpired,
-                        "the sync token is older than the tombstone retention window of zone '\(zone)'; "
-                            + "fetch the zone's changes again without a sync token",
-                        zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner))
-                }
-            }
+            if let position { try FeedRules.checkRecordToken(position, zone: zoneState, in: database) }
             // Records created and deleted since the token are of no interest to the reader;
             // with no token, no tombstone is.
             var records = try Self.fetchStoredRecords(
@@ -113,12 +93,6 @@ extension SQLiteStore: RecordStore {
                 syncToken: ChangeToken.records(incarnation: zoneState.incarnation, version: tokenVersion),
                 moreComing: moreComing)
         }
-    }
-
-    static func zoneNotFound(_ zone: String, _ database: DatabaseKey) -> CloudKitError {
-        CloudKitError(
-            .zoneNotFound, "zone '\(zone)' does not exist in this database",
-            zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner))
     }
 
     static func deleteSelfChildren(_ db: Database, database: Int64, zone: String, of parents: [String]) throws
@@ -146,43 +120,14 @@ extension SQLiteStore: RecordStore {
     static func updateReferences(
         _ db: Database, database: Int64, zone: String, before: StoredRecord?, after: StoredRecord
     ) throws {
-        if let before, mentionsDeleteSelf(before.fieldsJSON) {
+        if let before, DeleteSelfReferences.mentioned(in: before.fieldsJSON) {
             try db.cachedStatement(sql: "DELETE FROM record_refs WHERE db = ? AND zone = ? AND source = ?")
                 .execute(arguments: [database, zone, after.recordName])
         }
-        guard !after.deleted, mentionsDeleteSelf(after.fieldsJSON) else { return }
-        let targets = Set(try after.fields().values.flatMap(\.references).filter { $0.action == .deleteSelf }.map(\.recordName))
-        for target in targets {
+        for target in try DeleteSelfReferences.targets(of: after) {
             try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO record_refs (db, zone, target, source) VALUES (?, ?, ?, ?)"
             ).execute(arguments: [database, zone, target, after.recordName])
-        }
-    }
-}
-
-import Foundation
-
-extension SQLiteStore {
-    private static let deleteSelfMarker = Array("DELETE_SELF".utf8)
-
-    /// Whether the fields JSON contains `DELETE_SELF`: a byte search (Foundation's
-    /// `String.contains` bridges through NSString and took a tenth of a batched write).
-    static func mentionsDeleteSelf(_ fieldsJSON: String) -> Bool {
-        var text = fieldsJSON
-        return text.withUTF8 { bytes in
-            let marker = deleteSelfMarker
-            guard bytes.count >= marker.count else { return false }
-            let last = bytes.count - marker.count
-            var position = 0
-            while position <= last {
-                if bytes[position] == marker[0] {
-                    var matched = 1
-                    while matched < marker.count && bytes[position + matched] == marker[matched] { matched += 1 }
-                    if matched == marker.count { return true }
-                }
-                position += 1
-            }
-            return false
         }
     }
 }

@@ -55,7 +55,7 @@ extension SQLiteStore: NotificationStore {
             return try Row.fetchAll(
                 db, sql: "SELECT definition FROM subscriptions WHERE db = ? AND owner = ? ORDER BY id",
                 arguments: [dbRow.id, owner]
-            ).map { try Self.subscription(definition: $0[0]) }
+            ).map { try SubscriptionDefinition(storedDefinition: $0[0]) }
         }
     }
 
@@ -68,17 +68,8 @@ extension SQLiteStore: NotificationStore {
                 try String.fetchOne(
                     db.cachedStatement(sql: "SELECT definition FROM subscriptions WHERE db = ? AND owner = ? AND id = ?"),
                     arguments: [dbRow.id, owner, id]
-                ).map(Self.subscription(definition:))
+                ).map { try SubscriptionDefinition(storedDefinition: $0) }
             }
-        }
-    }
-
-    /// Parses a stored subscription definition.
-    static func subscription(definition: String) throws -> SubscriptionDefinition {
-        do {
-            return try SubscriptionDefinition(wire: WireReader(try JSON.parse(definition)))
-        } catch {
-            throw CloudKitError(.internalError, "a stored subscription is corrupt: \(error)")
         }
     }
 
@@ -107,7 +98,7 @@ extension SQLiteStore: NotificationStore {
                 arguments: [databaseID])
         }
         return try rows.map { row in
-            StoredSubscription(subscription: try subscription(definition: row[1]), owner: row[0], createdAt: row[2])
+            StoredSubscription(subscription: try SubscriptionDefinition(storedDefinition: row[1]), owner: row[0], createdAt: row[2])
         }
     }
 }

@@ -89,37 +89,28 @@ extension SQLiteStore {
     public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> ZoneChangesPage
     {
-        let since = try token.map { token throws(CloudKitError) in try ChangeToken.decodeMeta(token) } ?? 0
-        return try await zoneFeed(column: "meta_version", since: since, limit: limit, in: database) {
-            ChangeToken.meta(version: $0)
-        }
+        try await zoneFeed(.meta, since: try ZoneFeed.meta.version(of: token), limit: limit, in: database)
     }
 
     public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> ZoneChangesPage
     {
-        let since = try token.map { token throws(CloudKitError) in try ChangeToken.decodeDatabase(token) } ?? 0
-        return try await zoneFeed(column: "change_version", since: since, limit: limit, in: database) {
-            ChangeToken.database(version: $0)
-        }
+        try await zoneFeed(.database, since: try ZoneFeed.database.version(of: token), limit: limit, in: database)
     }
 
-    /// Zones whose `column` version is after `since`, in version order. With no token,
+    /// Zones whose feed version is after `since`, in version order. With no token,
     /// deleted zones are left out. A zone created and deleted since the token is reported as
     /// deleted: unlike records, zones are often created by the very client that reads the
     /// feed (in its own recovery), which must learn that its zone is gone again.
-    private func zoneFeed(
-        column: String, since: Int64, limit: Int, in database: DatabaseKey, token: @escaping @Sendable (Int64) -> String
-    ) async throws -> ZoneChangesPage {
-        try await pool.read { db in
+    private func zoneFeed(_ feed: ZoneFeed, since: Int64, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        let column = feed.column
+        return try await pool.read { db in
             guard let dbRow = try Self.databaseRow(db, database) else {
-                return ZoneChangesPage(zones: [], syncToken: token(since), moreComing: false)
+                return ZoneChangesPage(zones: [], syncToken: feed.token(since), moreComing: false)
             }
-            if since > 0 && since < dbRow.zoneHorizon {
-                throw CloudKitError(
-                    .changeTokenExpired,
-                    "the sync token is older than the retention window for deleted zones; fetch again without a sync token")
-            }
+            if since > 0 && since < dbRow.zoneHorizon { throw FeedRules.zoneTokenExpired }
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -131,7 +122,7 @@ extension SQLiteStore {
             let moreComing = rows.count > limit
             let zones = rows.prefix(limit).map(Self.zoneState)
             let last: Int64 = moreComing ? rows[limit - 1][column] : max(since, dbRow.version)
-            return ZoneChangesPage(zones: zones, syncToken: token(last), moreComing: moreComing)
+            return ZoneChangesPage(zones: zones, syncToken: feed.token(last), moreComing: moreComing)
         }
     }
 

@@ -1,0 +1,239 @@
+import NimbusProtocol
+import NimbusStore
+import PostgresNIO
+
+extension PostgresStore: AccountStore {
+    public func createContainer(_ identifier: String) async throws -> IssuedToken {
+        guard !identifier.isEmpty, identifier.allSatisfy({ $0.isLetter || $0.isNumber || ".-_".contains($0) }) else {
+            throw AccountError("a container identifier uses letters, digits, '.', '-' and '_' (e.g. iCloud.com.example.app)")
+        }
+        return try await transaction { transaction in
+            let created = try await transaction.rows(
+                """
+                INSERT INTO containers (id, created_at) VALUES (\(identifier), \(Self.nowMillis()))
+                ON CONFLICT DO NOTHING RETURNING id
+                """)
+            guard !created.isEmpty else {
+                throw AccountError(
+                    "container \(identifier) already exists; use `nimbus token create --container \(identifier)` for another API token")
+            }
+            return try await issue(transaction, kind: .api, container: identifier, user: nil)
+        }
+    }
+
+    public func listContainers() async throws -> [String] {
+        try await rows("SELECT id FROM containers ORDER BY id").map { try $0.decode(String.self) }
+    }
+
+    public func createAPIToken(container: String) async throws -> IssuedToken {
+        try await transaction { transaction in
+            try await requireContainer(transaction, container)
+            return try await issue(transaction, kind: .api, container: container, user: nil)
+        }
+    }
+
+    public func createUser(
+        name: String, email: String?, firstName: String?, lastName: String?, container: String
+    ) async throws -> IssuedToken {
+        guard !name.isEmpty else { throw AccountError("a user needs a name") }
+        return try await transaction { transaction in
+            try await requireContainer(transaction, container)
+            // CloudKit user record names start with '_' and differ per container.
+            try await transaction.rows(
+                """
+                WITH upserted AS (
+                    INSERT INTO users (name, email, first_name, last_name, created_at)
+                    VALUES (\(name), \(email), \(firstName), \(lastName), \(Self.nowMillis()))
+                    ON CONFLICT (name) DO UPDATE SET
+                        email = COALESCE(EXCLUDED.email, users.email),
+                        first_name = COALESCE(EXCLUDED.first_name, users.first_name),
+                        last_name = COALESCE(EXCLUDED.last_name, users.last_name)
+                    RETURNING name)
+                INSERT INTO user_identities (user_name, container, record_name)
+                SELECT name, \(container), \("_" + RandomToken.hex(bytes: 16)) FROM upserted
+                ON CONFLICT (user_name, container) DO NOTHING
+                """)
+            let user = try await identity(transaction, userName: name, container: container)
+            return try await issue(transaction, kind: .webAuth, container: container, user: user)
+        }
+    }
+
+    public func listTokens(container: String?) async throws -> [IssuedToken] {
+        try await rows(
+            """
+            SELECT t.token, t.kind, t.container, t.created_at, t.revoked_at IS NOT NULL, \(unescaped: Self.identityColumns)
+            FROM tokens t
+            LEFT JOIN users u ON u.name = t.user_name
+            LEFT JOIN user_identities i ON i.user_name = t.user_name AND i.container = t.container
+            WHERE \(container)::text IS NULL OR t.container = \(container)
+            ORDER BY t.created_at, t.token
+            """
+        ).map { row in
+            var columns = ColumnReader(row)
+            let (token, kind, container, createdAt, revoked) = (
+                try columns.next(String.self), try columns.next(String.self), try columns.next(String.self),
+                try columns.next(Int64.self), try columns.next(Bool.self)
+            )
+            return IssuedToken(
+                token: token, kind: IssuedToken.Kind(rawValue: kind) ?? .api, container: container,
+                user: try columns.optionalIdentity(container: container), createdAt: createdAt, revoked: revoked)
+        }
+    }
+
+    public func revokeToken(_ token: String) async throws -> Bool {
+        try await !rows(
+            """
+            UPDATE tokens SET revoked_at = \(Self.nowMillis()) WHERE token = \(token) AND revoked_at IS NULL
+            RETURNING token
+            """
+        ).isEmpty
+    }
+
+    public func addServerKey(keyID: String, container: String, publicKeyPEM: String) async throws {
+        try await transaction { transaction in
+            try await requireContainer(transaction, container)
+            do {
+                try await transaction.rows(
+                    """
+                    INSERT INTO server_keys (key_id, container, public_key_pem, created_at)
+                    VALUES (\(keyID), \(container), \(publicKeyPEM), \(Self.nowMillis()))
+                    """)
+            } catch where Self.isUniqueViolation(error) {
+                throw AccountError("a server-to-server key with ID \(keyID) already exists")
+            }
+        }
+    }
+
+    public func listServerKeys(container: String?) async throws -> [ServerKey] {
+        try await rows(
+            """
+            SELECT \(unescaped: Self.serverKeyColumns) FROM server_keys
+            WHERE \(container)::text IS NULL OR container = \(container)
+            ORDER BY created_at, key_id
+            """
+        ).map(Self.serverKey)
+    }
+
+    public func revokeServerKey(keyID: String) async throws -> Bool {
+        try await !rows(
+            """
+            UPDATE server_keys SET revoked_at = \(Self.nowMillis()) WHERE key_id = \(keyID) AND revoked_at IS NULL
+            RETURNING key_id
+            """
+        ).isEmpty
+    }
+
+    public func container(forAPIToken token: String) async throws -> String? {
+        try await lookUpTokens(apiToken: token, webAuthToken: nil).container
+    }
+
+    public func user(forWebAuthToken token: String) async throws -> UserIdentity? {
+        try await rows(
+            """
+            SELECT t.container, \(unescaped: Self.identityColumns)
+            FROM tokens t JOIN users u ON u.name = t.user_name
+            JOIN user_identities i ON i.user_name = t.user_name AND i.container = t.container
+            WHERE t.token = \(token) AND t.kind = 'web' AND t.revoked_at IS NULL
+            """
+        ).first.flatMap { row in
+            var columns = ColumnReader(row)
+            return try columns.optionalIdentity(container: try columns.next())
+        }
+    }
+
+    /// Both lookups of a request in one statement (every API request makes them).
+    public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
+        guard
+            let row = try await rows(
+                """
+                SELECT
+                    (SELECT container FROM tokens WHERE token = \(apiToken) AND kind = 'api' AND revoked_at IS NULL),
+                    w.container, \(unescaped: Self.identityColumns)
+                FROM (SELECT 1) AS one
+                LEFT JOIN tokens w ON w.token = \(webAuthToken) AND w.kind = 'web' AND w.revoked_at IS NULL
+                LEFT JOIN users u ON u.name = w.user_name
+                LEFT JOIN user_identities i ON i.user_name = w.user_name AND i.container = w.container
+                """
+            ).first
+        else { return TokenLookup(container: nil, user: nil) }
+        var columns = ColumnReader(row)
+        let container = try columns.next(String?.self)
+        let userContainer = try columns.next(String?.self)
+        let user = try userContainer.flatMap { try columns.optionalIdentity(container: $0) }
+        return TokenLookup(container: container, user: user)
+    }
+
+    public func serverKey(id: String) async throws -> ServerKey? {
+        try await rows(
+            """
+            SELECT \(unescaped: Self.serverKeyColumns) FROM server_keys WHERE key_id = \(id) AND revoked_at IS NULL
+            """
+        ).first.map(Self.serverKey)
+    }
+
+    public func user(recordName: String, container: String) async throws -> UserIdentity? {
+        try await rows(
+            """
+            SELECT \(unescaped: Self.identityColumns)
+            FROM user_identities i JOIN users u ON u.name = i.user_name
+            WHERE i.record_name = \(recordName) AND i.container = \(container)
+            """
+        ).first.flatMap { try ColumnReader.identity(in: $0, container: container) }
+    }
+}
+
+extension PostgresStore {
+    /// The columns of a user as seen from a container (tables `u`, users, and `i`, identities).
+    static let identityColumns = "u.name, i.record_name, u.email, u.first_name, u.last_name"
+    static let serverKeyColumns = "key_id, container, public_key_pem, created_at, revoked_at IS NOT NULL"
+
+    func requireContainer(_ transaction: Transaction, _ container: String) async throws {
+        guard try await !transaction.rows("SELECT 1 FROM containers WHERE id = \(container)").isEmpty else {
+            throw AccountError("no container \(container); create it with `nimbus container create \(container)`")
+        }
+    }
+
+    func issue(_ transaction: Transaction, kind: IssuedToken.Kind, container: String, user: UserIdentity?)
+        async throws -> IssuedToken
+    {
+        let token = RandomToken.hex()
+        let now = Self.nowMillis()
+        try await transaction.rows(
+            """
+            INSERT INTO tokens (token, kind, container, user_name, created_at)
+            VALUES (\(token), \(kind.rawValue), \(container), \(user?.name), \(now))
+            """)
+        return IssuedToken(token: token, kind: kind, container: container, user: user, createdAt: now, revoked: false)
+    }
+
+    func identity(_ transaction: Transaction, userName: String, container: String) async throws -> UserIdentity? {
+        try await transaction.rows(
+            """
+            SELECT \(unescaped: Self.identityColumns)
+            FROM users u JOIN user_identities i ON i.user_name = u.name
+            WHERE u.name = \(userName) AND i.container = \(container)
+            """
+        ).first.flatMap { try ColumnReader.identity(in: $0, container: container) }
+    }
+
+    static func serverKey(_ row: PostgresRow) throws -> ServerKey {
+        let (keyID, container, pem, createdAt, revoked) = try row.decode((String, String, String, Int64, Bool).self)
+        return ServerKey(keyID: keyID, container: container, publicKeyPEM: pem, createdAt: createdAt, revoked: revoked)
+    }
+}
+
+extension ColumnReader {
+    /// The user a row starting with ``PostgresStore/identityColumns`` names, if any.
+    static func identity(in row: PostgresRow, container: String) throws -> UserIdentity? {
+        var columns = ColumnReader(row)
+        return try columns.optionalIdentity(container: container)
+    }
+
+    /// A user from ``PostgresStore/identityColumns``; `nil` when the outer join found none.
+    mutating func optionalIdentity(container: String) throws -> UserIdentity? {
+        guard let name = try next(String?.self), let recordName = try next(String?.self) else { return nil }
+        return UserIdentity(
+            name: name, recordName: recordName, container: container, email: try next(), firstName: try next(),
+            lastName: try next())
+    }
+}

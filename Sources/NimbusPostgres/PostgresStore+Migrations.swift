@@ -1,0 +1,251 @@
+import NimbusStore
+import PostgresNIO
+
+extension PostgresStore {
+    /// One step of the schema: its version and the statements that take a database there.
+    struct Migration: Sendable {
+        var version: Int
+        var statements: [String]
+    }
+
+    /// The newest schema version this build knows.
+    public static var newestSchemaVersion: Int { migrations[migrations.count - 1].version }
+
+    /// Brings the schema up to ``newestSchemaVersion``.
+    ///
+    /// Runs in one transaction under a transaction-scoped advisory lock keyed by the schema
+    /// name, so nodes starting together take turns: the first migrates, the others find the
+    /// work done. `nimbus_schema_version` records each applied version. A schema newer than
+    /// this build refuses to open rather than let an old node write rows a newer one would
+    /// misread.
+    func migrate() async throws {
+        try await transaction { transaction in
+            try await transaction.rows(
+                "SELECT pg_advisory_xact_lock(\(Self.migrationLockKey), hashtext(\(self.schema)))")
+            let exists = try await transaction.rows(
+                "SELECT 1 FROM pg_namespace WHERE nspname = \(self.schema)"
+            )
+            if exists.isEmpty {
+                try await transaction.rows(PostgresQuery(unsafeSQL: "CREATE SCHEMA \"\(self.schema)\""))
+            }
+            try await transaction.rows(
+                """
+                CREATE TABLE IF NOT EXISTS nimbus_schema_version (
+                    version integer PRIMARY KEY,
+                    applied_at bigint NOT NULL
+                )
+                """)
+            let current = try await transaction.rows(
+                "SELECT COALESCE(max(version), 0)::int8 FROM nimbus_schema_version"
+            ).first.map { try $0.decode(Int64.self) } ?? 0
+            guard current <= Int64(Self.newestSchemaVersion) else {
+                throw PostgresStoreError(
+                    .schemaTooNew,
+                    "the database schema is at version \(current) but this nimbus knows versions up to "
+                        + "\(Self.newestSchemaVersion): upgrade nimbus on this node (or point it at another database)")
+            }
+            for migration in Self.migrations where migration.version > current {
+                for statement in migration.statements {
+                    try await transaction.rows(PostgresQuery(unsafeSQL: statement))
+                }
+                try await transaction.rows(
+                    "INSERT INTO nimbus_schema_version (version, applied_at) VALUES (\(migration.version), \(Self.nowMillis()))")
+                self.logger.info("postgres schema migrated", metadata: ["version": "\(migration.version)"])
+            }
+        }
+    }
+
+    /// The first key of the migration advisory lock ("nimb" in ASCII); the second is the
+    /// schema name's hash.
+    static let migrationLockKey: Int32 = 0x6E69_6D62
+
+    static let migrations: [Migration] = [
+        Migration(version: 1, statements: recordsSchema + accountsSchema),
+        Migration(version: 2, statements: notificationsSchema),
+    ]
+
+    /// Databases, zones, records and the `DELETE_SELF` index. Key columns use the "C"
+    /// collation: byte order, as in SQLite, and the cheapest comparisons.
+    private static let recordsSchema = [
+        """
+        CREATE TABLE databases (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            container text COLLATE "C" NOT NULL,
+            environment text COLLATE "C" NOT NULL,
+            scope text COLLATE "C" NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            version bigint NOT NULL DEFAULT 0,
+            zone_horizon bigint NOT NULL DEFAULT 0,
+            UNIQUE (container, environment, scope, owner)
+        )
+        """,
+        """
+        CREATE TABLE zones (
+            db bigint NOT NULL REFERENCES databases(id),
+            name text COLLATE "C" NOT NULL,
+            incarnation bigint NOT NULL,
+            change_version bigint NOT NULL,
+            meta_version bigint NOT NULL,
+            horizon bigint NOT NULL DEFAULT 0,
+            deleted boolean NOT NULL DEFAULT false,
+            deleted_at bigint,
+            PRIMARY KEY (db, name)
+        )
+        """,
+        "CREATE INDEX zones_by_change ON zones (db, change_version)",
+        "CREATE INDEX zones_by_meta ON zones (db, meta_version)",
+        """
+        CREATE TABLE records (
+            db bigint NOT NULL,
+            zone text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            type text NOT NULL,
+            fields text NOT NULL,
+            created_at bigint NOT NULL,
+            created_by text,
+            created_device text,
+            modified_at bigint NOT NULL,
+            modified_by text,
+            modified_device text,
+            version bigint NOT NULL,
+            created_version bigint NOT NULL,
+            deleted boolean NOT NULL DEFAULT false,
+            PRIMARY KEY (db, zone, name)
+        )
+        """,
+        "CREATE INDEX records_by_version ON records (db, zone, version)",
+        "CREATE INDEX records_tombstones ON records (modified_at) WHERE deleted",
+        """
+        CREATE TABLE record_refs (
+            db bigint NOT NULL,
+            zone text COLLATE "C" NOT NULL,
+            target text COLLATE "C" NOT NULL,
+            source text COLLATE "C" NOT NULL,
+            PRIMARY KEY (db, zone, target, source)
+        )
+        """,
+        "CREATE INDEX record_refs_by_source ON record_refs (db, zone, source)",
+    ]
+
+    /// Containers, users, tokens and server-to-server keys.
+    private static let accountsSchema = [
+        "CREATE TABLE containers (id text COLLATE \"C\" PRIMARY KEY, created_at bigint NOT NULL)",
+        """
+        CREATE TABLE users (
+            name text COLLATE "C" PRIMARY KEY,
+            email text,
+            first_name text,
+            last_name text,
+            created_at bigint NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE user_identities (
+            user_name text COLLATE "C" NOT NULL REFERENCES users(name),
+            container text COLLATE "C" NOT NULL REFERENCES containers(id),
+            record_name text COLLATE "C" NOT NULL UNIQUE,
+            PRIMARY KEY (user_name, container)
+        )
+        """,
+        """
+        CREATE TABLE tokens (
+            token text COLLATE "C" PRIMARY KEY,
+            kind text NOT NULL,
+            container text COLLATE "C" NOT NULL REFERENCES containers(id),
+            user_name text COLLATE "C",
+            created_at bigint NOT NULL,
+            revoked_at bigint
+        )
+        """,
+        """
+        CREATE TABLE server_keys (
+            key_id text COLLATE "C" PRIMARY KEY,
+            container text COLLATE "C" NOT NULL REFERENCES containers(id),
+            public_key_pem text NOT NULL,
+            created_at bigint NOT NULL,
+            revoked_at bigint
+        )
+        """,
+    ]
+
+    /// Subscriptions, the per-user notification collection, device cursors and web push tokens.
+    private static let notificationsSchema = [
+        """
+        CREATE TABLE subscriptions (
+            db bigint NOT NULL REFERENCES databases(id),
+            owner text COLLATE "C" NOT NULL,
+            id text COLLATE "C" NOT NULL,
+            kind text NOT NULL,
+            zone text COLLATE "C",
+            record_type text COLLATE "C",
+            definition text NOT NULL,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (db, owner, id)
+        )
+        """,
+        "CREATE INDEX subscriptions_by_type ON subscriptions (db, record_type)",
+        """
+        CREATE TABLE notification_users (
+            container text COLLATE "C" NOT NULL,
+            environment text COLLATE "C" NOT NULL,
+            recipient text COLLATE "C" NOT NULL,
+            last_seq bigint NOT NULL DEFAULT 0,
+            horizon bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (container, environment, recipient)
+        )
+        """,
+        """
+        CREATE TABLE notifications (
+            container text COLLATE "C" NOT NULL,
+            environment text COLLATE "C" NOT NULL,
+            recipient text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL,
+            created_seq bigint NOT NULL,
+            id text COLLATE "C" NOT NULL,
+            subscription text NOT NULL,
+            kind text NOT NULL,
+            scope text NOT NULL,
+            zone text,
+            zone_owner text,
+            record_name text,
+            reason integer,
+            origin_user text,
+            origin_device text,
+            payload text NOT NULL,
+            is_read boolean NOT NULL DEFAULT false,
+            badges boolean NOT NULL DEFAULT false,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (container, environment, recipient, seq)
+        )
+        """,
+        "CREATE UNIQUE INDEX notifications_by_id ON notifications (id)",
+        "CREATE INDEX notifications_by_creation ON notifications (container, environment, recipient, created_seq)",
+        "CREATE INDEX notifications_by_age ON notifications (created_at)",
+        """
+        CREATE INDEX notifications_unread_badges ON notifications (container, environment, recipient)
+            WHERE NOT is_read AND badges
+        """,
+        """
+        CREATE TABLE push_devices (
+            container text COLLATE "C" NOT NULL,
+            environment text COLLATE "C" NOT NULL,
+            recipient text COLLATE "C" NOT NULL,
+            device text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL,
+            last_seen bigint NOT NULL,
+            PRIMARY KEY (container, environment, recipient, device)
+        )
+        """,
+        """
+        CREATE TABLE push_tokens (
+            token text COLLATE "C" PRIMARY KEY,
+            container text COLLATE "C" NOT NULL,
+            environment text COLLATE "C" NOT NULL,
+            recipient text COLLATE "C" NOT NULL,
+            apns_environment text NOT NULL,
+            created_at bigint NOT NULL,
+            registered_at bigint
+        )
+        """,
+    ]
+}

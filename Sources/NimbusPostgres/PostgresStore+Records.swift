@@ -1,0 +1,237 @@
+import NimbusProtocol
+import NimbusStore
+import PostgresNIO
+
+extension PostgresStore: RecordStore {
+    /// Applies a modify in one transaction: lock the database and allocate its version, read
+    /// the rows, plan with ``ModifyPlanner``, write in batches, create notifications.
+    ///
+    /// The rows are read only after the database's row lock is taken (see
+    /// ``lockDatabase(_:_:bump:)``), so a locked save's `recordChangeTag` check sees the
+    /// latest commit of every node. A request that ends up writing nothing rolls back and
+    /// gives the version back.
+    public func modifyRecords(
+        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
+        in database: DatabaseKey
+    ) async throws -> ModifyOutcome {
+        try await transaction { transaction in
+            let (dbID, firstVersion) = try await lockDatabase(transaction, database, bump: true)
+            let read = try await zoneAndRecords(
+                transaction, database: dbID, zone: zone, names: ModifyPlanner.prefetchNames(for: operations))
+            guard read.zoneDeleted == false else { throw FeedRules.zoneNotFound(zone, in: database) }
+            var planner = ModifyPlanner(
+                zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner), policy: policy, caller: caller,
+                rows: read.records, baseVersion: firstVersion - 1)
+            var plan = planner.plan(operations, atomic: atomic)
+            while !plan.deletedNames.isEmpty {
+                let children = try await deleteSelfChildren(
+                    transaction, database: dbID, zone: zone, of: plan.deletedNames)
+                plan = planner.cascade(children: children)
+            }
+            guard !plan.writes.isEmpty else {
+                transaction.rollbackOnly = true
+                return ModifyOutcome(results: plan.results, commit: nil)
+            }
+            try await write(transaction, database: dbID, zone: zone, changes: plan.changes)
+            let event = CommitEvent.records(zoneName: zone, changes: plan.changes)
+            let subscriptions = try await finishRecordCommit(
+                transaction, database: dbID, zone: zone, version: plan.lastVersion, recordTypes: event.recordTypes)
+            let notifications = try await createNotifications(
+                transaction, database: database, databaseID: dbID, event: event, subscriptions: subscriptions,
+                caller: caller, now: policy.now)
+            let summary = CommitSummary(
+                database: database, zoneName: zone, version: plan.lastVersion, changes: plan.changes, caller: caller,
+                notifications: notifications)
+            return ModifyOutcome(results: plan.results, commit: summary)
+        }
+    }
+
+    public func lookupRecords(_ names: [String], zone: String, in database: DatabaseKey) async throws
+        -> [StoredRecord?]
+    {
+        let rows = try await rows(
+            """
+            SELECT z.deleted, \(unescaped: Self.recordColumnsR)
+            FROM databases d
+            LEFT JOIN zones z ON z.db = d.id AND z.name = \(zone)
+            LEFT JOIN records r ON r.db = d.id AND r.zone = \(zone) AND r.name = ANY(\(names)) AND NOT r.deleted
+            WHERE \(database: database)
+            """)
+        guard !rows.isEmpty else {
+            if zone == ZoneID.defaultZoneName { return names.map { _ in nil } }
+            throw FeedRules.zoneNotFound(zone, in: database)
+        }
+        var found: [String: StoredRecord] = [:]
+        for row in rows {
+            var columns = ColumnReader(row)
+            guard try columns.next(Bool?.self) == false else { throw FeedRules.zoneNotFound(zone, in: database) }
+            if let record = try columns.optionalRecord() { found[record.recordName] = record }
+        }
+        return names.map { found[$0] }
+    }
+
+    /// One statement, so one snapshot: the records and the database version the token is
+    /// made of are consistent, and every version up to that one is visible in it.
+    public func recordChanges(zone: String, since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> RecordChangesPage
+    {
+        let position = try token.map { token throws(CloudKitError) in try ChangeToken.decodeRecords(token) }
+        let since = position?.version ?? 0
+        // Records created and deleted since the token are of no interest to the reader;
+        // with no token, no tombstone is.
+        let rows = try await rows(
+            """
+            SELECT d.version, \(unescaped: Self.zoneColumnsZ), \(unescaped: Self.recordColumnsR)
+            FROM databases d
+            LEFT JOIN zones z ON z.db = d.id AND z.name = \(zone)
+            LEFT JOIN LATERAL (
+                SELECT * FROM records
+                WHERE db = d.id AND zone = \(zone) AND version > \(since) AND NOT (deleted AND created_version > \(since))
+                ORDER BY version LIMIT \(Int64(max(0, limit)) + 1)
+            ) r ON true
+            WHERE \(database: database)
+            ORDER BY r.version
+            """)
+        guard !rows.isEmpty else {
+            if zone == ZoneID.defaultZoneName, position == nil {
+                return RecordChangesPage(
+                    records: [], syncToken: ChangeToken.records(incarnation: 0, version: 0), moreComing: false)
+            }
+            throw FeedRules.zoneNotFound(zone, in: database)
+        }
+        var databaseVersion: Int64 = 0
+        var zoneState: ZoneState?
+        var records: [StoredRecord] = []
+        records.reserveCapacity(rows.count)
+        for row in rows {
+            var columns = ColumnReader(row)
+            databaseVersion = try columns.next()
+            zoneState = try columns.optionalZone()
+            if let record = try columns.optionalRecord() { records.append(record) }
+        }
+        guard let zoneState, !zoneState.deleted else { throw FeedRules.zoneNotFound(zone, in: database) }
+        if let position { try FeedRules.checkRecordToken(position, zone: zoneState, in: database) }
+        let moreComing = records.count > limit
+        if moreComing { records.removeLast(records.count - limit) }
+        let tokenVersion = moreComing ? records[records.count - 1].version : max(since, databaseVersion)
+        return RecordChangesPage(
+            records: records,
+            syncToken: ChangeToken.records(incarnation: zoneState.incarnation, version: tokenVersion),
+            moreComing: moreComing)
+    }
+}
+
+extension PostgresStore {
+    /// Whether the zone is deleted (`nil` if it does not exist) and the rows (live or
+    /// tombstone) of the given names, in one statement.
+    func zoneAndRecords(_ transaction: Transaction, database: Int64, zone: String, names: [String]) async throws
+        -> (zoneDeleted: Bool?, records: [String: StoredRecord])
+    {
+        let rows = try await transaction.rows(
+            """
+            SELECT z.deleted, \(unescaped: Self.recordColumnsR)
+            FROM zones z
+            LEFT JOIN records r ON r.db = z.db AND r.zone = z.name AND r.name = ANY(\(names))
+            WHERE z.db = \(database) AND z.name = \(zone)
+            """)
+        var zoneDeleted: Bool?
+        var records: [String: StoredRecord] = [:]
+        for row in rows {
+            var columns = ColumnReader(row)
+            zoneDeleted = try columns.next(Bool.self)
+            if let record = try columns.optionalRecord() { records[record.recordName] = record }
+        }
+        return (zoneDeleted, records)
+    }
+
+    /// The live records that reference any of `parents` with `DELETE_SELF`.
+    func deleteSelfChildren(_ transaction: Transaction, database: Int64, zone: String, of parents: [String])
+        async throws -> [StoredRecord]
+    {
+        try await transaction.rows(
+            """
+            SELECT \(unescaped: Self.recordColumnsR)
+            FROM record_refs f JOIN records r ON r.db = f.db AND r.zone = f.zone AND r.name = f.source
+            WHERE f.db = \(database) AND f.zone = \(zone) AND f.target = ANY(\(parents)) AND NOT r.deleted
+            ORDER BY f.target, f.source
+            """
+        ).map { row in
+            var columns = ColumnReader(row)
+            return try columns.record()
+        }
+    }
+
+    /// Writes the planned rows in one batch (the last state of each name) and keeps
+    /// `record_refs`, the `DELETE_SELF` index, in step.
+    func write(
+        _ transaction: Transaction, database: Int64, zone: String,
+        changes: [(before: StoredRecord?, after: StoredRecord)]
+    ) async throws {
+        var last: [String: Int] = [:]
+        for (index, change) in changes.enumerated() { last[change.after.recordName] = index }
+        let rows = changes.indices.filter { last[changes[$0].after.recordName] == $0 }.map { changes[$0].after }
+        try await transaction.rows(
+            """
+            INSERT INTO records (db, zone, \(unescaped: Self.recordColumns))
+            SELECT \(database), \(zone), t.* FROM unnest(
+                \(rows.map(\.recordName))::text[], \(rows.map(\.recordType))::text[], \(rows.map(\.fieldsJSON))::text[],
+                \(rows.map(\.created.timestamp))::int8[], \(NullableArray(rows.map(\.created.userRecordName)))::text[],
+                \(NullableArray(rows.map(\.created.deviceID)))::text[],
+                \(rows.map(\.modified.timestamp))::int8[], \(NullableArray(rows.map(\.modified.userRecordName)))::text[],
+                \(NullableArray(rows.map(\.modified.deviceID)))::text[],
+                \(rows.map(\.version))::int8[], \(rows.map(\.createdVersion))::int8[], \(rows.map(\.deleted))::bool[]) AS t
+            ON CONFLICT (db, zone, name) DO UPDATE SET
+                type = EXCLUDED.type, fields = EXCLUDED.fields,
+                created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
+                created_device = EXCLUDED.created_device, modified_at = EXCLUDED.modified_at,
+                modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device,
+                version = EXCLUDED.version, created_version = EXCLUDED.created_version, deleted = EXCLUDED.deleted
+            """)
+
+        // Only rows whose JSON mentions DELETE_SELF touch the index, so the common write pays nothing.
+        var cleared: Set<String> = []
+        for change in changes {
+            if let before = change.before, DeleteSelfReferences.mentioned(in: before.fieldsJSON) {
+                cleared.insert(before.recordName)
+            }
+            if DeleteSelfReferences.mentioned(in: change.after.fieldsJSON) { cleared.insert(change.after.recordName) }
+        }
+        guard !cleared.isEmpty else { return }
+        var targets: [String] = []
+        var sources: [String] = []
+        for row in rows where cleared.contains(row.recordName) {
+            for target in try DeleteSelfReferences.targets(of: row) {
+                targets.append(target)
+                sources.append(row.recordName)
+            }
+        }
+        try await transaction.rows(
+            """
+            DELETE FROM record_refs WHERE db = \(database) AND zone = \(zone) AND source = ANY(\(Array(cleared)))
+            """)
+        guard !targets.isEmpty else { return }
+        try await transaction.rows(
+            """
+            INSERT INTO record_refs (db, zone, target, source)
+            SELECT \(database), \(zone), t.target, t.source FROM unnest(\(targets)::text[], \(sources)::text[]) AS t(target, source)
+            ON CONFLICT DO NOTHING
+            """)
+    }
+
+    /// Advances the zone's and the database's version to `version` and reads the
+    /// subscriptions the commit may fire, in one statement.
+    func finishRecordCommit(
+        _ transaction: Transaction, database: Int64, zone: String, version: Int64, recordTypes: Set<String>
+    ) async throws -> [StoredSubscription] {
+        let rows = try await transaction.rows(
+            """
+            WITH zone_version AS (
+                UPDATE zones SET change_version = \(version) WHERE db = \(database) AND name = \(zone)),
+            database_version AS (UPDATE databases SET version = \(version) WHERE id = \(database))
+            SELECT owner, definition, created_at FROM subscriptions
+            WHERE db = \(database) AND (zone IS NULL OR zone = \(zone))
+              AND (record_type IS NULL OR record_type = ANY(\(Array(recordTypes))))
+            """)
+        return try Self.subscriptions(rows)
+    }
+}

@@ -1,0 +1,201 @@
+import NimbusProtocol
+import NimbusStore
+import PostgresNIO
+
+extension PostgresStore {
+    /// Every database has its default zone row from its first use, so no row at all means
+    /// the database was never written.
+    public func listZones(in database: DatabaseKey) async throws -> [ZoneState] {
+        let zones = try await rows(
+            """
+            SELECT \(unescaped: Self.zoneColumnsZ) FROM databases d JOIN zones z ON z.db = d.id
+            WHERE \(database: database) AND NOT z.deleted
+            ORDER BY z.name <> \(ZoneID.defaultZoneName), z.name
+            """
+        ).map { row in
+            var columns = ColumnReader(row)
+            return try columns.zone()
+        }
+        return zones.isEmpty ? [ZoneState.defaultZone] : zones
+    }
+
+    public func lookupZones(_ names: [String], in database: DatabaseKey) async throws -> [ZoneState?] {
+        var found: [String: ZoneState] = [:]
+        for row in try await rows(
+            """
+            SELECT \(unescaped: Self.zoneColumnsZ) FROM databases d JOIN zones z ON z.db = d.id
+            WHERE \(database: database) AND NOT z.deleted AND z.name = ANY(\(names))
+            """)
+        {
+            var columns = ColumnReader(row)
+            let zone = try columns.zone()
+            found[zone.zoneName] = zone
+        }
+        // The default zone is missing only from a database never written.
+        return names.map { found[$0] ?? ($0 == ZoneID.defaultZoneName ? ZoneState.defaultZone : nil) }
+    }
+
+    /// Applies the operations in order to the zones as read under the database lock, then
+    /// writes their final states, the deleted zones' records and the version in one statement.
+    public func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws
+        -> ZoneModifyOutcome
+    {
+        try await transaction { transaction in
+            let (dbID, firstVersion) = try await lockDatabase(transaction, database, bump: true)
+            let names = operations.map { operation in
+                switch operation {
+                case .create(let name), .delete(let name): return name
+                }
+            }
+            var zones: [String: ZoneState] = [:]
+            for row in try await transaction.rows(
+                "SELECT \(unescaped: Self.zoneColumns) FROM zones WHERE db = \(dbID) AND name = ANY(\(names))")
+            {
+                var columns = ColumnReader(row)
+                let zone = try columns.zone()
+                zones[zone.zoneName] = zone
+            }
+            let now = Self.nowMillis()
+            var change = ZoneChangeSet(zones: zones, version: firstVersion - 1, now: now)
+            let results = operations.map { change.apply($0) }
+            guard !change.touched.isEmpty else {
+                transaction.rollbackOnly = true
+                return ZoneModifyOutcome(results: results)
+            }
+            let written = change.touched.compactMap { change.zones[$0] }
+            let rows = try await transaction.rows(
+                """
+                WITH dropped_records AS (
+                    DELETE FROM records WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
+                dropped_refs AS (DELETE FROM record_refs WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
+                database_version AS (UPDATE databases SET version = \(change.version) WHERE id = \(dbID)),
+                written AS (
+                    INSERT INTO zones (db, name, incarnation, change_version, meta_version, horizon, deleted, deleted_at)
+                    SELECT \(dbID), t.* FROM unnest(
+                        \(written.map(\.zoneName))::text[], \(written.map(\.incarnation))::int8[],
+                        \(written.map(\.changeVersion))::int8[], \(written.map(\.metaVersion))::int8[],
+                        \(written.map(\.horizon))::int8[], \(written.map(\.deleted))::bool[],
+                        \(NullableArray(written.map { change.deletedAt[$0.zoneName] ?? nil }))::int8[]) AS t
+                    ON CONFLICT (db, name) DO UPDATE SET
+                        incarnation = EXCLUDED.incarnation, change_version = EXCLUDED.change_version,
+                        meta_version = EXCLUDED.meta_version, horizon = EXCLUDED.horizon,
+                        deleted = EXCLUDED.deleted, deleted_at = EXCLUDED.deleted_at)
+                SELECT owner, definition, created_at FROM subscriptions WHERE db = \(dbID) AND kind <> 'query'
+                """)
+            let notifications = try await createNotifications(
+                transaction, database: database, databaseID: dbID,
+                event: .zones(created: change.created, deleted: change.deleted),
+                subscriptions: try Self.subscriptions(rows), caller: caller, now: now)
+            return ZoneModifyOutcome(results: results, notifications: notifications)
+        }
+    }
+
+    public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        try await zoneFeed(.meta, since: try ZoneFeed.meta.version(of: token), limit: limit, in: database)
+    }
+
+    public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        try await zoneFeed(.database, since: try ZoneFeed.database.version(of: token), limit: limit, in: database)
+    }
+
+    /// Zones whose feed version is after `since`, in version order, in one statement. With
+    /// no token, deleted zones are left out; a zone created and deleted since the token is
+    /// reported as deleted (as SQLite does).
+    private func zoneFeed(_ feed: ZoneFeed, since: Int64, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        let column = feed.column
+        let rows = try await rows(
+            """
+            SELECT d.version, d.zone_horizon, \(unescaped: Self.zoneColumnsZ)
+            FROM databases d
+            LEFT JOIN LATERAL (
+                SELECT * FROM zones
+                WHERE db = d.id AND \(unescaped: column) > \(since) AND NOT (deleted AND \(since) = 0)
+                ORDER BY \(unescaped: column) LIMIT \(Int64(max(0, limit)) + 1)
+            ) z ON true
+            WHERE \(database: database)
+            ORDER BY z.\(unescaped: column)
+            """)
+        guard !rows.isEmpty else { return ZoneChangesPage(zones: [], syncToken: feed.token(since), moreComing: false) }
+        var databaseVersion: Int64 = 0
+        var zoneHorizon: Int64 = 0
+        var zones: [ZoneState] = []
+        for row in rows {
+            var columns = ColumnReader(row)
+            databaseVersion = try columns.next()
+            zoneHorizon = try columns.next()
+            if let zone = try columns.optionalZone() { zones.append(zone) }
+        }
+        if since > 0 && since < zoneHorizon { throw FeedRules.zoneTokenExpired }
+        let moreComing = zones.count > limit
+        if moreComing { zones.removeLast(zones.count - limit) }
+        let last = moreComing ? feed.version(of: zones[zones.count - 1]) : max(since, databaseVersion)
+        return ZoneChangesPage(zones: zones, syncToken: feed.token(last), moreComing: moreComing)
+    }
+}
+
+/// `zones/modify` applied in order to the zones read under the database lock: what each
+/// operation answers, and the final state of every zone it touched.
+struct ZoneChangeSet {
+    var zones: [String: ZoneState]
+    /// The database version after the operations so far.
+    var version: Int64
+    let now: Int64
+    /// `deleted_at` of the touched zones (nil for a live one).
+    var deletedAt: [String: Int64?] = [:]
+    var created: [String] = []
+    var deleted: [String] = []
+    /// Zones written, in first-touch order.
+    var touched: [String] = []
+    /// Zones deleted at some point: their records go.
+    var emptied: Set<String> = []
+
+    init(zones: [String: ZoneState], version: Int64, now: Int64) {
+        self.zones = zones
+        self.version = version
+        self.now = now
+    }
+
+    mutating func apply(_ operation: ZoneOperation) -> ZoneResult {
+        switch operation {
+        case .create(let name):
+            if let existing = zones[name], !existing.deleted {
+                // Saving an existing zone succeeds and changes nothing, as in CloudKit.
+                return .saved(existing)
+            }
+            version += 1
+            let zone = ZoneState(
+                zoneName: name, incarnation: version, changeVersion: version, metaVersion: version, horizon: 0,
+                deleted: false)
+            write(zone, deletedAt: nil)
+            created.append(name)
+            return .saved(zone)
+        case .delete(let name):
+            guard name != ZoneID.defaultZoneName else {
+                return .failed(zoneName: name, error: .badRequest("the default zone cannot be deleted"))
+            }
+            guard var zone = zones[name], !zone.deleted else {
+                return .failed(zoneName: name, error: CloudKitError(.zoneNotFound, "zone '\(name)' does not exist"))
+            }
+            version += 1
+            zone.deleted = true
+            zone.changeVersion = version
+            zone.metaVersion = version
+            write(zone, deletedAt: now)
+            emptied.insert(name)
+            deleted.append(name)
+            return .deleted(zoneName: name)
+        }
+    }
+
+    private mutating func write(_ zone: ZoneState, deletedAt: Int64?) {
+        if !touched.contains(zone.zoneName) { touched.append(zone.zoneName) }
+        zones[zone.zoneName] = zone
+        self.deletedAt[zone.zoneName] = .some(deletedAt)
+    }
+}

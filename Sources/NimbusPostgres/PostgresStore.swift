@@ -1,0 +1,175 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NimbusStore
+import PostgresNIO
+
+/// The PostgreSQL engine: any number of stateless Nimbus nodes sharing one database.
+///
+/// `PostgresStore` implements ``NimbusStorage`` with exactly the semantics of ``SQLiteStore``:
+/// the CloudKit rules of a modify come from ``ModifyPlanner``, those of subscriptions from
+/// ``SubscriptionMatcher``; this type only reads and writes rows.
+///
+/// ```swift
+/// let store = try await PostgresStore.open(url: "postgres://nimbus@db.internal/nimbus", logger: logger)
+/// defer { Task { try await store.shutdown() } }
+/// ```
+///
+/// ## Change tokens across nodes
+///
+/// Every write transaction first runs
+/// `UPDATE databases SET version = version + 1 … RETURNING version` (see
+/// `lockDatabase(_:_:)`): the row lock it takes serialises the commits of one database
+/// across every node, while different users' databases commit in parallel. Because a
+/// transaction allocates its versions while holding that lock and keeps it until it commits,
+/// versions become visible in the order they were allocated, and a `records/changes` reader
+/// (one statement, one snapshot) can never see version *n + 1* without *n*: it never skips
+/// a commit. The same lock makes locked saves correct: the planner reads the rows only after
+/// taking it, so a `recordChangeTag` check cannot race with another node's write.
+///
+/// ## Notifications across nodes
+///
+/// A transaction that creates notifications also runs `pg_notify` on a channel named after
+/// the schema; PostgreSQL delivers on commit, in commit order. ``remoteNotifications()``
+/// listens on that channel and yields what other nodes committed.
+///
+/// ## Topics
+/// - ``open(url:schema:maximumConnections:logger:)``
+/// - ``shutdown()``
+/// - ``remoteNotifications()``
+/// - ``PostgresStoreError``
+public final class PostgresStore: Sendable {
+    /// The connection pool; its `run()` runs in a task this store owns.
+    let client: PostgresClient
+    let logger: Logger
+    /// The PostgreSQL schema holding every table of this store.
+    public let schema: String
+    /// Identifies this store instance (this node) in cross-node notifications, so that a
+    /// node ignores its own commits.
+    public let nodeID: UUID
+    /// The LISTEN/NOTIFY channel of ``schema``.
+    let channel: String
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        var runTask: Task<Void, Never>?
+        var listeners: [UUID: Task<Void, Never>] = [:]
+        var closed = false
+    }
+
+    private init(client: PostgresClient, schema: String, logger: Logger) {
+        self.client = client
+        self.schema = schema
+        self.logger = logger
+        self.nodeID = UUID()
+        self.channel = Self.channelName(schema: schema)
+    }
+
+    /// Connects to PostgreSQL, creates the schema if missing and migrates it.
+    ///
+    /// Several nodes may open the same database at once: migrations run in one transaction
+    /// under an advisory lock. A node whose schema is newer than this build knows refuses to
+    /// start (``PostgresStoreError/Code/schemaTooNew``).
+    ///
+    /// - Parameters:
+    ///   - url: `postgres://user:password@host:port/database` (`postgresql://` too), with an
+    ///     optional `?sslmode=disable|prefer|require` (default `prefer`). A `host` query
+    ///     parameter naming a directory connects through that Unix socket.
+    ///   - schema: the PostgreSQL schema for every table (created if missing). Letters, digits
+    ///     and `_`, starting with a letter or `_`, at most 63 characters.
+    ///   - maximumConnections: the size of the connection pool.
+    ///   - logger: where the store and the PostgreSQL driver log.
+    public static func open(
+        url: String, schema: String = "public", maximumConnections: Int = 12, logger: Logger
+    ) async throws -> PostgresStore {
+        try validate(schema: schema)
+        var configuration = try PostgresURL.configuration(from: url)
+        configuration.options.additionalStartupParameters = [("search_path", "\"\(schema)\"")]
+        configuration.options.maximumConnections = max(2, maximumConnections)
+        configuration.options.minimumConnections = 1
+        let store = PostgresStore(
+            client: PostgresClient(configuration: configuration, backgroundLogger: logger), schema: schema,
+            logger: logger)
+        store.state.withLockedValue { $0.runTask = store.startClient() }
+        do {
+            try await store.migrate()
+        } catch {
+            try? await store.shutdown()
+            if error is PostgresStoreError { throw error }
+            throw PostgresStoreError(
+                .cannotConnect,
+                "cannot open the PostgreSQL database at \(PostgresURL.redacted(url)) (schema \(schema)): \(String(reflecting: error))")
+        }
+        logger.info("postgres store open", metadata: ["schema": "\(schema)", "node": "\(store.nodeID)"])
+        return store
+    }
+
+    /// Runs the pool. Where available the task starts at once, so the pool runs before the
+    /// first lease (which otherwise logs a warning).
+    private func startClient() -> Task<Void, Never> {
+        if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, *) {
+            return Task.immediate { await self.client.run() }
+        }
+        return Task { await self.client.run() }
+    }
+
+    /// Finishes every ``remoteNotifications()`` stream and closes the connections. Further
+    /// use throws. Calling it again does nothing.
+    public func shutdown() async throws {
+        let (listeners, runTask) = state.withLockedValue { state in
+            let taken = (Array(state.listeners.values), state.closed ? nil : state.runTask)
+            state.listeners = [:]
+            state.closed = true
+            return taken
+        }
+        for listener in listeners {
+            listener.cancel()
+            await listener.value
+        }
+        runTask?.cancel()
+        await runTask?.value
+    }
+
+    /// Throws once the store is shut down.
+    func checkOpen() throws {
+        if state.withLockedValue({ $0.closed }) {
+            throw PostgresStoreError(.closed, "the PostgreSQL store was shut down")
+        }
+    }
+
+    /// Registers a listener task so that ``shutdown()`` finishes it; `false` (and nothing
+    /// registered) when the store is already closed.
+    func register(listener id: UUID, _ task: Task<Void, Never>) -> Bool {
+        state.withLockedValue { state in
+            guard !state.closed else { return false }
+            state.listeners[id] = task
+            return true
+        }
+    }
+
+    func unregister(listener id: UUID) {
+        _ = state.withLockedValue { $0.listeners.removeValue(forKey: id) }
+    }
+
+    static func validate(schema: String) throws {
+        let allowed = schema.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_")
+        }
+        guard allowed, let first = schema.utf8.first, !(first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")),
+            schema.utf8.count <= 63
+        else {
+            throw PostgresStoreError(
+                .invalidSchemaName,
+                "'\(schema)' is not a schema name nimbus uses: letters, digits and '_', starting with a letter or '_', "
+                    + "at most 63 characters")
+        }
+    }
+
+    /// Milliseconds since the epoch.
+    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+}
+
+extension PostgresStore: NimbusStorage {
+    public var engineName: String { "postgres" }
+}
