@@ -107,6 +107,8 @@ extension PostgresStore {
         async throws -> NotificationPage
     {
         let since = try token.map { token throws(CloudKitError) in try NotificationToken.decode(token) } ?? 0
+        // A page holds at least one entry (a limit below 1 is the caller's mistake, not a crash).
+        let limit = max(1, limit)
         let rows = try await rows(
             """
             SELECT u.last_seq, u.horizon, \(unescaped: Self.notificationColumnsN)

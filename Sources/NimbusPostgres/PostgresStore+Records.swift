@@ -77,6 +77,8 @@ extension PostgresStore: RecordStore {
     {
         let position = try token.map { token throws(CloudKitError) in try ChangeToken.decodeRecords(token) }
         let since = position?.version ?? 0
+        // A page holds at least one entry (a limit below 1 is the caller's mistake, not a crash).
+        let limit = max(1, limit)
         // Records created and deleted since the token are of no interest to the reader;
         // with no token, no tombstone is.
         let rows = try await rows(

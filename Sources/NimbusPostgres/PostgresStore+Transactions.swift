@@ -53,6 +53,8 @@ extension PostgresStore {
             } catch let error as PSQLError where attempt < 5 && Self.isTransient(error) {
                 logger.debug("postgres transaction retried", metadata: ["sqlstate": "\(error.serverInfo?[.sqlState] ?? "")"])
                 attempt += 1
+            } catch let error as PSQLError {
+                throw Self.mapped(error)
             }
         }
     }
@@ -61,7 +63,20 @@ extension PostgresStore {
     @discardableResult
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         try checkOpen()
-        return try await client.query(query, logger: logger).collect()
+        do {
+            return try await client.query(query, logger: logger).collect()
+        } catch let error as PSQLError {
+            throw Self.mapped(error)
+        }
+    }
+
+    /// A value PostgreSQL cannot store (class 22, data exception: a NUL character in text,
+    /// a number out of range) is the client's bad input, answered as BAD_REQUEST; any other
+    /// error is the engine's.
+    static func mapped(_ error: PSQLError) -> any Error {
+        guard let state = error.serverInfo?[.sqlState], state.hasPrefix("22") else { return error }
+        let message = error.serverInfo?[.message] ?? "invalid value"
+        return CloudKitError(.badRequest, "a value in the request cannot be stored: \(message)")
     }
 
     /// Deadlock detected, serialization failure.

@@ -109,6 +109,8 @@ extension PostgresStore {
         -> ZoneChangesPage
     {
         let column = feed.column
+        // A page holds at least one entry (a limit below 1 is the caller's mistake, not a crash).
+        let limit = max(1, limit)
         let rows = try await rows(
             """
             SELECT d.version, d.zone_horizon, \(unescaped: Self.zoneColumnsZ)
