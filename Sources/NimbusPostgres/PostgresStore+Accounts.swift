@@ -143,18 +143,7 @@ extension PostgresStore: AccountStore {
 
     /// Both lookups of a request in one statement (every API request makes them).
     public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
-        guard
-            let row = try await rows(
-                """
-                SELECT
-                    (SELECT container FROM tokens WHERE token = \(apiToken) AND kind = 'api' AND revoked_at IS NULL),
-                    w.container, \(unescaped: Self.identityColumns)
-                FROM (SELECT 1) AS one
-                LEFT JOIN tokens w ON w.token = \(webAuthToken) AND w.kind = 'web' AND w.revoked_at IS NULL
-                LEFT JOIN users u ON u.name = w.user_name
-                LEFT JOIN user_identities i ON i.user_name = w.user_name AND i.container = w.container
-                """
-            ).first
+        guard let row = try await rows(Prepared<Statements.TokenLookup>([apiToken, webAuthToken])).first
         else { return TokenLookup(container: nil, user: nil) }
         var columns = ColumnReader(row)
         let container = try columns.next(String?.self)

@@ -32,10 +32,10 @@ extension PostgresStore: RecordStore {
                 transaction.rollbackOnly = true
                 return ModifyOutcome(results: plan.results, commit: nil)
             }
-            try await write(transaction, database: dbID, zone: zone, changes: plan.changes)
             let event = CommitEvent.records(zoneName: zone, changes: plan.changes)
-            let subscriptions = try await finishRecordCommit(
-                transaction, database: dbID, zone: zone, version: plan.lastVersion, recordTypes: event.recordTypes)
+            let subscriptions = try await write(
+                transaction, database: dbID, zone: zone, changes: plan.changes, version: plan.lastVersion,
+                recordTypes: event.recordTypes)
             let notifications = try await createNotifications(
                 transaction, database: database, databaseID: dbID, event: event, subscriptions: subscriptions,
                 caller: caller, now: policy.now)
@@ -79,21 +79,8 @@ extension PostgresStore: RecordStore {
         let since = position?.version ?? 0
         // A page holds at least one entry (a limit below 1 is the caller's mistake, not a crash).
         let limit = max(1, limit)
-        // Records created and deleted since the token are of no interest to the reader;
-        // with no token, no tombstone is.
         let rows = try await rows(
-            """
-            SELECT d.version, \(unescaped: Self.zoneColumnsZ), \(unescaped: Self.recordColumnsR)
-            FROM databases d
-            LEFT JOIN zones z ON z.db = d.id AND z.name = \(zone)
-            LEFT JOIN LATERAL (
-                SELECT * FROM records
-                WHERE db = d.id AND zone = \(zone) AND version > \(since) AND NOT (deleted AND created_version > \(since))
-                ORDER BY version LIMIT \(Int64(max(0, limit)) + 1)
-            ) r ON true
-            WHERE \(database: database)
-            ORDER BY r.version
-            """)
+            Prepared<Statements.RecordFeed>(database.parameters + [zone, since, Int64(limit) + 1]))
         guard !rows.isEmpty else {
             if zone == ZoneID.defaultZoneName, position == nil {
                 return RecordChangesPage(
@@ -129,13 +116,7 @@ extension PostgresStore {
     func zoneAndRecords(_ transaction: Transaction, database: Int64, zone: String, names: [String]) async throws
         -> (zoneDeleted: Bool?, records: [String: StoredRecord])
     {
-        let rows = try await transaction.rows(
-            """
-            SELECT z.deleted, \(unescaped: Self.recordColumnsR)
-            FROM zones z
-            LEFT JOIN records r ON r.db = z.db AND r.zone = z.name AND r.name = ANY(\(names))
-            WHERE z.db = \(database) AND z.name = \(zone)
-            """)
+        let rows = try await transaction.rows(Prepared<Statements.ZoneAndRecords>([database, zone, names]))
         var zoneDeleted: Bool?
         var records: [String: StoredRecord] = [:]
         for row in rows {
@@ -163,34 +144,52 @@ extension PostgresStore {
         }
     }
 
-    /// Writes the planned rows in one batch (the last state of each name) and keeps
-    /// `record_refs`, the `DELETE_SELF` index, in step.
+    /// Writes the planned rows (the last state of each name), advances the zone's and the
+    /// database's version to `version` and reads the subscriptions the commit may fire, in
+    /// one statement; keeps `record_refs`, the `DELETE_SELF` index, in step before that.
     func write(
         _ transaction: Transaction, database: Int64, zone: String,
-        changes: [(before: StoredRecord?, after: StoredRecord)]
-    ) async throws {
+        changes: [(before: StoredRecord?, after: StoredRecord)], version: Int64, recordTypes: Set<String>
+    ) async throws -> [StoredSubscription] {
         var last: [String: Int] = [:]
         for (index, change) in changes.enumerated() { last[change.after.recordName] = index }
         let rows = changes.indices.filter { last[changes[$0].after.recordName] == $0 }.map { changes[$0].after }
-        try await transaction.rows(
-            """
-            INSERT INTO records (db, zone, \(unescaped: Self.recordColumns))
-            SELECT \(database), \(zone), t.* FROM unnest(
-                \(rows.map(\.recordName))::text[], \(rows.map(\.recordType))::text[], \(rows.map(\.fieldsJSON))::text[],
-                \(rows.map(\.created.timestamp))::int8[], \(NullableArray(rows.map(\.created.userRecordName)))::text[],
-                \(NullableArray(rows.map(\.created.deviceID)))::text[],
-                \(rows.map(\.modified.timestamp))::int8[], \(NullableArray(rows.map(\.modified.userRecordName)))::text[],
-                \(NullableArray(rows.map(\.modified.deviceID)))::text[],
-                \(rows.map(\.version))::int8[], \(rows.map(\.createdVersion))::int8[], \(rows.map(\.deleted))::bool[]) AS t
-            ON CONFLICT (db, zone, name) DO UPDATE SET
-                type = EXCLUDED.type, fields = EXCLUDED.fields,
-                created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
-                created_device = EXCLUDED.created_device, modified_at = EXCLUDED.modified_at,
-                modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device,
-                version = EXCLUDED.version, created_version = EXCLUDED.created_version, deleted = EXCLUDED.deleted
-            """)
+        try await updateReferences(transaction, database: database, zone: zone, changes: changes, finalRows: rows)
+        return try Self.subscriptions(
+            try await transaction.rows(
+                """
+                WITH written AS (
+                    INSERT INTO records (db, zone, \(unescaped: Self.recordColumns))
+                    SELECT \(database), \(zone), t.* FROM unnest(
+                        \(rows.map(\.recordName))::text[], \(rows.map(\.recordType))::text[],
+                        \(rows.map(\.fieldsJSON))::text[], \(rows.map(\.created.timestamp))::int8[],
+                        \(NullableArray(rows.map(\.created.userRecordName)))::text[],
+                        \(NullableArray(rows.map(\.created.deviceID)))::text[], \(rows.map(\.modified.timestamp))::int8[],
+                        \(NullableArray(rows.map(\.modified.userRecordName)))::text[],
+                        \(NullableArray(rows.map(\.modified.deviceID)))::text[], \(rows.map(\.version))::int8[],
+                        \(rows.map(\.createdVersion))::int8[], \(rows.map(\.deleted))::bool[]) AS t
+                    ON CONFLICT (db, zone, name) DO UPDATE SET
+                        type = EXCLUDED.type, fields = EXCLUDED.fields,
+                        created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
+                        created_device = EXCLUDED.created_device, modified_at = EXCLUDED.modified_at,
+                        modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device,
+                        version = EXCLUDED.version, created_version = EXCLUDED.created_version, deleted = EXCLUDED.deleted),
+                zone_version AS (
+                    UPDATE zones SET change_version = \(version) WHERE db = \(database) AND name = \(zone)),
+                database_version AS (UPDATE databases SET version = \(version) WHERE id = \(database))
+                SELECT owner, definition, created_at FROM subscriptions
+                WHERE db = \(database) AND (zone IS NULL OR zone = \(zone))
+                  AND (record_type IS NULL OR record_type = ANY(\(Array(recordTypes))))
+                """))
+    }
 
-        // Only rows whose JSON mentions DELETE_SELF touch the index, so the common write pays nothing.
+    /// Replaces the `record_refs` rows of every written record whose JSON (before or after)
+    /// mentions DELETE_SELF with those of its final state. Only such rows touch the index,
+    /// so the common write pays nothing.
+    private func updateReferences(
+        _ transaction: Transaction, database: Int64, zone: String,
+        changes: [(before: StoredRecord?, after: StoredRecord)], finalRows: [StoredRecord]
+    ) async throws {
         var cleared: Set<String> = []
         for change in changes {
             if let before = change.before, DeleteSelfReferences.mentioned(in: before.fieldsJSON) {
@@ -201,7 +200,7 @@ extension PostgresStore {
         guard !cleared.isEmpty else { return }
         var targets: [String] = []
         var sources: [String] = []
-        for row in rows where cleared.contains(row.recordName) {
+        for row in finalRows where cleared.contains(row.recordName) {
             for target in try DeleteSelfReferences.targets(of: row) {
                 targets.append(target)
                 sources.append(row.recordName)
@@ -218,22 +217,5 @@ extension PostgresStore {
             SELECT \(database), \(zone), t.target, t.source FROM unnest(\(targets)::text[], \(sources)::text[]) AS t(target, source)
             ON CONFLICT DO NOTHING
             """)
-    }
-
-    /// Advances the zone's and the database's version to `version` and reads the
-    /// subscriptions the commit may fire, in one statement.
-    func finishRecordCommit(
-        _ transaction: Transaction, database: Int64, zone: String, version: Int64, recordTypes: Set<String>
-    ) async throws -> [StoredSubscription] {
-        let rows = try await transaction.rows(
-            """
-            WITH zone_version AS (
-                UPDATE zones SET change_version = \(version) WHERE db = \(database) AND name = \(zone)),
-            database_version AS (UPDATE databases SET version = \(version) WHERE id = \(database))
-            SELECT owner, definition, created_at FROM subscriptions
-            WHERE db = \(database) AND (zone IS NULL OR zone = \(zone))
-              AND (record_type IS NULL OR record_type = ANY(\(Array(recordTypes))))
-            """)
-        return try Self.subscriptions(rows)
     }
 }

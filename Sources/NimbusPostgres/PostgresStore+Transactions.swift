@@ -104,19 +104,12 @@ extension PostgresStore {
         id: Int64, version: Int64
     ) {
         for _ in 0..<2 {
-            let locked: PostgresQuery =
+            let locked =
                 bump
-                ? """
-                UPDATE databases SET version = version + 1
-                WHERE \(database: key, qualifiedBy: nil)
-                RETURNING id, version
-                """
-                : """
-                SELECT id, version FROM databases
-                WHERE \(database: key, qualifiedBy: nil)
-                FOR UPDATE
-                """
-            if let row = try await transaction.rows(locked).first {
+                ? try await transaction.rows(Prepared<Statements.BumpDatabaseVersion>(key.parameters))
+                : try await transaction.rows(
+                    "SELECT id, version FROM databases WHERE \(database: key, qualifiedBy: nil) FOR UPDATE")
+            if let row = locked.first {
                 return try row.decode((Int64, Int64).self)
             }
             // First use: create it. A node creating it concurrently makes this wait for that

@@ -1,0 +1,118 @@
+import NimbusStore
+import PostgresNIO
+
+/// The text of a statement on a hot path (every request, every write, every feed page),
+/// run as a named prepared statement: PostgreSQL parses and plans it once per connection
+/// instead of on every call (planning the feed query costs more than running it).
+protocol StatementText: Sendable {
+    static var sql: String { get }
+    static var parameterTypes: [PostgresDataType] { get }
+}
+
+/// One execution of a ``StatementText`` with its parameters, in `$1, $2, …` order.
+struct Prepared<Text: StatementText>: PostgresPreparedStatement {
+    typealias Row = PostgresRow
+    static var name: String { "nimbus_" + String(describing: Text.self) }
+    static var sql: String { Text.sql }
+    static var bindingDataTypes: [PostgresDataType] { Text.parameterTypes }
+
+    private let bindings: PostgresBindings
+
+    init(_ values: [(any PostgresDynamicTypeEncodable)?]) {
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values {
+            if let value { bindings.append(value) } else { bindings.appendNull() }
+        }
+        self.bindings = bindings
+    }
+
+    func makeBindings() -> PostgresBindings { bindings }
+    func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
+}
+
+extension PostgresStore {
+    /// Runs a prepared statement outside a transaction.
+    func rows<Text>(_ statement: Prepared<Text>) async throws -> [PostgresRow] {
+        try checkOpen()
+        do {
+            var rows: [PostgresRow] = []
+            for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        } catch let error as PSQLError {
+            throw Self.mapped(error)
+        }
+    }
+}
+
+extension Transaction {
+    /// Runs a prepared statement in the transaction.
+    func rows<Text>(_ statement: Prepared<Text>) async throws -> [PostgresRow] {
+        var rows: [PostgresRow] = []
+        for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+        return rows
+    }
+}
+
+/// The statements: see where each is used.
+enum Statements {
+    /// `lockDatabase(_:_:bump:)`: container, environment, scope, owner.
+    enum BumpDatabaseVersion: StatementText {
+        static let sql = """
+            UPDATE databases SET version = version + 1
+            WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4
+            RETURNING id, version
+            """
+        static let parameterTypes: [PostgresDataType] = [.text, .text, .text, .text]
+    }
+
+    /// `zoneAndRecords`: database id, zone, record names.
+    enum ZoneAndRecords: StatementText {
+        static let sql = """
+            SELECT z.deleted, \(PostgresStore.recordColumnsR)
+            FROM zones z
+            LEFT JOIN records r ON r.db = z.db AND r.zone = z.name AND r.name = ANY($3)
+            WHERE z.db = $1 AND z.name = $2
+            """
+        static let parameterTypes: [PostgresDataType] = [.int8, .text, .textArray]
+    }
+
+    /// `recordChanges`: container, environment, scope, owner, zone, since, limit. Records
+    /// created and deleted since the token are of no interest to the reader; with no token,
+    /// no tombstone is.
+    enum RecordFeed: StatementText {
+        static let sql = """
+            SELECT d.version, \(PostgresStore.zoneColumnsZ), \(PostgresStore.recordColumnsR)
+            FROM databases d
+            LEFT JOIN zones z ON z.db = d.id AND z.name = $5
+            LEFT JOIN LATERAL (
+                SELECT * FROM records
+                WHERE db = d.id AND zone = $5 AND version > $6 AND NOT (deleted AND created_version > $6)
+                ORDER BY version LIMIT $7
+            ) r ON true
+            WHERE d.container = $1 AND d.environment = $2 AND d.scope = $3 AND d.owner = $4
+            ORDER BY r.version
+            """
+        static let parameterTypes: [PostgresDataType] = [.text, .text, .text, .text, .text, .int8, .int8]
+    }
+
+    /// `lookUpTokens`: API token, web auth token (or NULL).
+    enum TokenLookup: StatementText {
+        static let sql = """
+            SELECT
+                (SELECT container FROM tokens WHERE token = $1 AND kind = 'api' AND revoked_at IS NULL),
+                w.container, \(PostgresStore.identityColumns)
+            FROM (SELECT 1) AS one
+            LEFT JOIN tokens w ON w.token = $2 AND w.kind = 'web' AND w.revoked_at IS NULL
+            LEFT JOIN users u ON u.name = w.user_name
+            LEFT JOIN user_identities i ON i.user_name = w.user_name AND i.container = w.container
+            """
+        static let parameterTypes: [PostgresDataType] = [.text, .text]
+    }
+}
+
+extension DatabaseKey {
+    /// The four values naming the database row, for prepared statements.
+    var parameters: [(any PostgresDynamicTypeEncodable)?] {
+        [container, environment.rawValue, scope.rawValue, owner]
+    }
+}
