@@ -66,6 +66,7 @@ let package = Package(
             dependencies: [
                 "NimbusProtocol",
                 "NimbusStore",
+                "NimbusPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -196,6 +197,8 @@ let package = Package(
                 .product(name: "WSClient", package: "swift-websocket"),
                 // Reaching into the store's file to prove notifications share the write's transaction.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // Dropping each PostgreSQL test's schema.
+                "NimbusPostgres",
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import NimbusServer
 
 /// The `nimbus` command.
@@ -18,10 +19,32 @@ struct DataOptions: ParsableArguments {
     @Option(name: .long, help: "The data directory (default: ./nimbus-data, or $NIMBUS_DATA).")
     var data: String?
 
+    @Option(
+        name: .long,
+        help: "Use PostgreSQL instead of SQLite: a postgres:// URL (default: $NIMBUS_POSTGRES_URL when set).")
+    var postgres: String?
+
+    @Option(name: .long, help: "With PostgreSQL: the schema that holds Nimbus's tables.")
+    var postgresSchema = "public"
+
     var directory: String { data ?? ServerConfigurationDefaults.dataDirectory }
 
-    /// The storage these options name.
-    var location: StorageLocation { .sqlite(directory: directory) }
+    /// The PostgreSQL URL from the option or the environment, if any.
+    var postgresURL: String? {
+        postgres ?? ProcessInfo.processInfo.environment["NIMBUS_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func validate() throws {
+        if data != nil && postgres != nil {
+            throw ValidationError("pass either --data (SQLite) or --postgres (PostgreSQL), not both")
+        }
+    }
+
+    /// The storage these options name: PostgreSQL when a URL is given, else the data directory.
+    var location: StorageLocation {
+        if data == nil, let url = postgresURL { return .postgres(url: url, schema: postgresSchema) }
+        return .sqlite(directory: directory)
+    }
 }
 
 /// `--json` output for scripts.

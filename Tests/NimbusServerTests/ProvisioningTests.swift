@@ -1,3 +1,4 @@
+import Logging
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -5,12 +6,14 @@ import Testing
 
 @Suite("Provisioning while the server runs")
 struct ProvisioningTests {
-    /// The CLI opens the data directory as a second SQLite connection pool, as another process
-    /// does; what it writes is usable at once by the running server.
+    /// The CLI opens the storage a second time (another SQLite connection pool on the file, or
+    /// another PostgreSQL pool), as another process does; what it writes is usable at once by
+    /// the running server.
     @Test(arguments: Engine.available) func usersAndTokensCreatedBesideTheRunningServerWorkImmediately(engine: Engine) async throws {
         try await TestServer.with(engine) { server in
-            let cli = try SQLiteStore(directory: server.directory)
-            defer { try? cli.close() }
+            var logger = Logger(label: "cli")
+            logger.logLevel = .critical
+            let cli = try await server.storage.open(logger: logger)
             let container = "iCloud.com.example.cli"
             let apiToken = try await cli.createContainer(container)
             let webToken = try await cli.createUser(
@@ -29,6 +32,7 @@ struct ProvisioningTests {
             #expect(try await client.get("users/current").serverErrorCode == "AUTHENTICATION_FAILED")
             // Creating a container twice is refused with what to do instead.
             await #expect(throws: AccountError.self) { _ = try await cli.createContainer(container) }
+            try await cli.shutdown()
         }
     }
 }

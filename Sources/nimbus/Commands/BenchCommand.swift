@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import NimbusPostgres
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -29,6 +30,11 @@ struct BenchCommand: AsyncParsableCommand {
         name: .long,
         help: "Data directory: for the embedded server (must not exist yet), or the --url server's (to provision).")
     var data: String?
+
+    @Option(
+        name: .long,
+        help: "Run on PostgreSQL (a postgres:// URL): the embedded server uses a fresh schema, dropped afterwards unless --keep-data; with --url, the running server's database (to provision).")
+    var postgres: String?
 
     @Option(name: .long, help: "With --url and no --data: the container to use.")
     var container: String?
@@ -66,9 +72,11 @@ struct BenchCommand: AsyncParsableCommand {
         guard writers >= 1, records >= 1, samples >= 1, fetchPasses >= 1 else {
             throw ValidationError("--writers, --records, --samples and --fetch-passes must be positive")
         }
-        if url != nil && data == nil && (container == nil || apiToken == nil || webAuthToken == nil) {
-            throw ValidationError("with --url pass --data (the server's data directory) or --container, --api-token and --web-auth-token")
+        if url != nil && data == nil && postgres == nil && (container == nil || apiToken == nil || webAuthToken == nil) {
+            throw ValidationError(
+                "with --url pass --data or --postgres (the server's storage) or --container, --api-token and --web-auth-token")
         }
+        if data != nil && postgres != nil { throw ValidationError("pass --data or --postgres, not both") }
         let known: Set<String> = ["single", "multi", "fetch", "latency"]
         for run in runs where !known.contains(run) {
             throw ValidationError("unknown run '\(run)' in --only; expected \(known.sorted().joined(separator: ","))")
@@ -87,26 +95,35 @@ struct BenchCommand: AsyncParsableCommand {
         let baseURL: String
         let credentials: BenchCredentials
 
+        var logger = Logger(label: "nimbus")
+        logger.logLevel = .warning
+        var storage: StorageLocation?
         if let url {
             baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
-            if let data {
-                let store = try SQLiteStore(directory: data)
+            let location = data.map { StorageLocation.sqlite(directory: $0) } ?? postgres.map { .postgres(url: $0) }
+            if let location {
+                let store = try await location.open(logger: logger)
                 credentials = try await Self.provision(store, runID: runID)
-                try store.close()
+                try await store.shutdown()
             } else {
                 credentials = BenchCredentials(container: container!, apiToken: apiToken!, webAuthToken: webAuthToken!)
             }
         } else {
-            let dir =
-                data
-                ?? FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(runID)").path
-            guard !FileManager.default.fileExists(atPath: dir) else {
-                throw ValidationError("\(dir) exists; the bench runs on a fresh data directory")
+            var configuration = ServerConfiguration(port: 0)
+            if let postgres {
+                configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_\(runID)")
+            } else {
+                let dir =
+                    data
+                    ?? FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(runID)").path
+                guard !FileManager.default.fileExists(atPath: dir) else {
+                    throw ValidationError("\(dir) exists; the bench runs on a fresh data directory")
+                }
+                directory = dir
+                configuration.storage = .sqlite(directory: dir)
             }
-            directory = dir
-            var logger = Logger(label: "nimbus")
-            logger.logLevel = .warning
-            let server = try await RunningServer.start(ServerConfiguration(port: 0, dataDirectory: dir), logger: logger)
+            storage = configuration.storage
+            let server = try await RunningServer.start(configuration, logger: logger)
             embedded = server
             baseURL = server.baseURL
             credentials = try await Self.provision(server.store, runID: runID)
@@ -129,6 +146,9 @@ struct BenchCommand: AsyncParsableCommand {
         if let embedded {
             try await embedded.stop()
             if let directory, !keepData { try? FileManager.default.removeItem(atPath: directory) }
+            if case .postgres(let url, let schema)? = storage, !keepData {
+                try await PostgresStore.dropSchema(schema, url: url, logger: logger)
+            }
         }
 
         let machine = MachineInfo.current()
@@ -136,10 +156,11 @@ struct BenchCommand: AsyncParsableCommand {
             print(
                 JSON.object([
                     "machine": machine.json, "server": .string(url ?? "embedded"),
+                    "engine": .string(postgres == nil ? "sqlite" : "postgres"),
                     "results": .array(results.map(\.json)),
                 ]).serialized())
         } else {
-            print(BenchResult.table(results, machine: machine, server: url ?? "embedded (\(directory ?? ""))"))
+            print(BenchResult.table(results, machine: machine, server: url ?? "embedded (\(storage.map(String.init(describing:)) ?? ""))"))
         }
         fflush(nil)
         if results.contains(where: { $0.failed > 0 }) {

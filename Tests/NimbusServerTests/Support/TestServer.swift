@@ -7,33 +7,40 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 
-/// A real Nimbus server on an ephemeral port over a fresh SQLite file, with one container
-/// provisioned, for tests that drive the HTTP API as clients do.
+/// A real Nimbus server on an ephemeral port over fresh storage (a new SQLite file, or a new
+/// PostgreSQL schema), with one container provisioned, for tests that drive the HTTP API as
+/// clients do.
 final class TestServer: Sendable {
     static let container = "iCloud.com.example.tests"
 
     let server: RunningServer
-    let directory: String
+    /// Where the server keeps its data; open it again to act as another process would.
+    let storage: StorageLocation
     let apiToken: String
 
-    private init(server: RunningServer, directory: String, apiToken: String) {
+    private init(server: RunningServer, storage: StorageLocation, apiToken: String) {
         self.server = server
-        self.directory = directory
+        self.storage = storage
         self.apiToken = apiToken
     }
 
     static func start(
         _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("nimbus-test-\(UUID().uuidString)").path
-        var configuration = ServerConfiguration(port: 0, dataDirectory: directory)
+        var configuration = ServerConfiguration(port: 0)
+        configuration.storage = engine.freshStorage()
         configure(&configuration)
         var logger = Logger(label: "nimbus-test")
         logger.logLevel = .critical
         let server = try await RunningServer.start(configuration, logger: logger)
-        let token = try await server.store.createContainer(container)
-        return TestServer(server: server, directory: directory, apiToken: token.token)
+        do {
+            let token = try await server.store.createContainer(container)
+            return TestServer(server: server, storage: configuration.storage, apiToken: token.token)
+        } catch {
+            try? await server.stop()
+            try? await TestStorage.remove(configuration.storage)
+            throw error
+        }
     }
 
     /// Runs `body` against a fresh server, then stops it and removes its files.
@@ -54,7 +61,7 @@ final class TestServer: Sendable {
 
     func stop() async throws {
         try await server.stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        try await TestStorage.remove(storage)
     }
 
     /// Creates a user and returns a client signed in as them.
