@@ -27,6 +27,27 @@ import PostgresNIO
 /// a commit. The same lock makes locked saves correct: the planner reads the rows only after
 /// taking it, so a `recordChangeTag` check cannot race with another node's write.
 ///
+/// ### Why READ COMMITTED is enough
+///
+/// - The `UPDATE` that takes the lock waits for the previous holder to commit, then
+///   re-reads the row (PostgreSQL re-evaluates an updated row after a lock wait), so
+///   `version + 1` builds on the latest committed version: no two commits share a version.
+/// - Under READ COMMITTED each later statement of the transaction takes a fresh snapshot,
+///   which includes the previous holder's commit: the rows the planner reads (change tags,
+///   EXISTS, VALIDATE targets, DELETE_SELF children) are the latest. Under REPEATABLE READ
+///   the snapshot would date from the lock statement and a concurrent commit would instead
+///   fail the transaction with a serialization error.
+/// - PostgreSQL makes a transaction visible to new snapshots before it releases its locks,
+///   so the commit holding versions *n…m* is visible before the next holder can even
+///   allocate *m + 1*. Any snapshot that shows a commit of a database shows every earlier
+///   commit of it: the visible versions are always a prefix.
+/// - A reader uses one statement, hence one snapshot, for the records and for the
+///   database version its token is made of; every version up to that one is in the snapshot.
+///
+/// A sequence or a version allocated at the end of the transaction would not do: values
+/// handed out in one order can commit in another, and a reader that saw the later one
+/// would skip the earlier for good.
+///
 /// ## Notifications across nodes
 ///
 /// A transaction that creates notifications also runs `pg_notify` on a channel named after
