@@ -157,30 +157,13 @@ extension PostgresStore {
         try await updateReferences(transaction, database: database, zone: zone, changes: changes, finalRows: rows)
         return try Self.subscriptions(
             try await transaction.rows(
-                """
-                WITH written AS (
-                    INSERT INTO records (db, zone, \(unescaped: Self.recordColumns))
-                    SELECT \(database), \(zone), t.* FROM unnest(
-                        \(rows.map(\.recordName))::text[], \(rows.map(\.recordType))::text[],
-                        \(rows.map(\.fieldsJSON))::text[], \(rows.map(\.created.timestamp))::int8[],
-                        \(NullableArray(rows.map(\.created.userRecordName)))::text[],
-                        \(NullableArray(rows.map(\.created.deviceID)))::text[], \(rows.map(\.modified.timestamp))::int8[],
-                        \(NullableArray(rows.map(\.modified.userRecordName)))::text[],
-                        \(NullableArray(rows.map(\.modified.deviceID)))::text[], \(rows.map(\.version))::int8[],
-                        \(rows.map(\.createdVersion))::int8[], \(rows.map(\.deleted))::bool[]) AS t
-                    ON CONFLICT (db, zone, name) DO UPDATE SET
-                        type = EXCLUDED.type, fields = EXCLUDED.fields,
-                        created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
-                        created_device = EXCLUDED.created_device, modified_at = EXCLUDED.modified_at,
-                        modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device,
-                        version = EXCLUDED.version, created_version = EXCLUDED.created_version, deleted = EXCLUDED.deleted),
-                zone_version AS (
-                    UPDATE zones SET change_version = \(version) WHERE db = \(database) AND name = \(zone)),
-                database_version AS (UPDATE databases SET version = \(version) WHERE id = \(database))
-                SELECT owner, definition, created_at FROM subscriptions
-                WHERE db = \(database) AND (zone IS NULL OR zone = \(zone))
-                  AND (record_type IS NULL OR record_type = ANY(\(Array(recordTypes))))
-                """))
+                Prepared<Statements.WriteRecords>([
+                    database, zone, rows.map(\.recordName), rows.map(\.recordType), rows.map(\.fieldsJSON),
+                    rows.map(\.created.timestamp), NullableArray(rows.map(\.created.userRecordName)),
+                    NullableArray(rows.map(\.created.deviceID)), rows.map(\.modified.timestamp),
+                    NullableArray(rows.map(\.modified.userRecordName)), NullableArray(rows.map(\.modified.deviceID)),
+                    rows.map(\.version), rows.map(\.createdVersion), rows.map(\.deleted), version, Array(recordTypes),
+                ])))
     }
 
     /// Replaces the `record_refs` rows of every written record whose JSON (before or after)

@@ -76,6 +76,32 @@ enum Statements {
         static let parameterTypes: [PostgresDataType] = [.int8, .text, .textArray]
     }
 
+    /// `write(_:database:zone:changes:version:recordTypes:)`: database id, zone, the twelve
+    /// record columns as arrays, the new version, the record types touched. Upserts the rows,
+    /// advances the zone's and the database's version and reads the subscriptions the commit
+    /// may fire.
+    enum WriteRecords: StatementText {
+        static let sql = """
+            WITH written AS (
+                INSERT INTO records (db, zone, \(PostgresStore.recordColumns))
+                SELECT $1, $2, t.* FROM unnest($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS t
+                ON CONFLICT (db, zone, name) DO UPDATE SET
+                    type = EXCLUDED.type, fields = EXCLUDED.fields,
+                    created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
+                    created_device = EXCLUDED.created_device, modified_at = EXCLUDED.modified_at,
+                    modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device,
+                    version = EXCLUDED.version, created_version = EXCLUDED.created_version, deleted = EXCLUDED.deleted),
+            zone_version AS (UPDATE zones SET change_version = $15 WHERE db = $1 AND name = $2),
+            database_version AS (UPDATE databases SET version = $15 WHERE id = $1)
+            SELECT owner, definition, created_at FROM subscriptions
+            WHERE db = $1 AND (zone IS NULL OR zone = $2) AND (record_type IS NULL OR record_type = ANY($16))
+            """
+        static let parameterTypes: [PostgresDataType] = [
+            .int8, .text, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray, .int8Array,
+            .textArray, .textArray, .int8Array, .int8Array, .boolArray, .int8, .textArray,
+        ]
+    }
+
     /// `recordChanges`: container, environment, scope, owner, zone, since, limit. Records
     /// created and deleted since the token are of no interest to the reader; with no token,
     /// no tombstone is.
