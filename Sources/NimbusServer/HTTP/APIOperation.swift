@@ -15,6 +15,15 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case changesZone = "changes/zone"
     case usersCurrent = "users/current"
     case usersCaller = "users/caller"
+    /// The discoverable users among lookup infos (email address, phone number, record name).
+    case usersDiscover = "users/discover"
+    /// Discoverable users by email address.
+    case usersLookupEmail = "users/lookup/email"
+    /// Discoverable users by user record name.
+    case usersLookupID = "users/lookup/id"
+    /// Nimbus extension: whether the signed-in user is discoverable in the container; POST
+    /// `{discoverable}` opts in or out.
+    case usersDiscoverability = "users/discoverability"
     case subscriptionsList = "subscriptions/list"
     case subscriptionsLookup = "subscriptions/lookup"
     case subscriptionsModify = "subscriptions/modify"
@@ -31,7 +40,7 @@ public enum APIOperation: String, CaseIterable, Sendable {
     public var methods: [String] {
         switch self {
         case .zonesList, .usersCurrent: return ["GET", "POST"]
-        case .usersCaller, .subscriptionsList: return ["GET", "POST"]
+        case .usersCaller, .subscriptionsList, .usersDiscoverability: return ["GET", "POST"]
         default: return ["POST"]
         }
     }

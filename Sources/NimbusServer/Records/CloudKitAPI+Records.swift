@@ -19,6 +19,7 @@ extension CloudKitAPI {
         let defaultKeys = try call.desiredKeys()
         var operations: [RecordOperation] = []
         var keysPerOperation: [Set<String>?] = []
+        var userRecords: [UserIdentity] = []
         for reader in operationReaders {
             let typeName = try reader.required("operationType").string()
             guard let type = RecordOperationType(rawValue: typeName) else {
@@ -52,7 +53,12 @@ extension CloudKitAPI {
             }
             operations.append(operation)
             keysPerOperation.append(try call.desiredKeys(in: reader) ?? defaultKeys)
+            if let user = try await prepareUserRecordWrite(operation, path: recordReader.path, zone: zoneID.zoneName, call) {
+                userRecords.append(user)
+            }
         }
+        // The whole request is valid: the user records it writes exist before it runs.
+        for user in userRecords { try await ensureUserRecord(of: user, call) }
 
         // CloudKit applies atomic only in custom zones; the default zone is never atomic.
         let atomic = (try call.body.optionalBool("atomic") ?? false) && !zoneID.isDefault
@@ -94,7 +100,13 @@ extension CloudKitAPI {
             names.append(try reader.required("recordName").string())
             keys.append(try call.desiredKeys(in: reader) ?? defaultKeys)
         }
-        let found = try await store.lookupRecords(names, zone: zoneID.zoneName, in: call.database)
+        var found = try await store.lookupRecords(names, zone: zoneID.zoneName, in: call.database)
+        for (index, stored) in found.enumerated() where stored == nil {
+            // A user's record exists from the first time it is asked for.
+            if let user = try await userRecordOwner(named: names[index], zone: zoneID.zoneName, call) {
+                found[index] = try await ensureUserRecord(of: user, call)
+            }
+        }
         var records: [JSON] = []
         for (index, stored) in found.enumerated() {
             if let stored {

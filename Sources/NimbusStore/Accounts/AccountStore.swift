@@ -35,6 +35,21 @@ public protocol AccountStore: Sendable {
     func serverKey(id: String) async throws -> ServerKey?
     /// A user by record name within a container.
     func user(recordName: String, container: String) async throws -> UserIdentity?
+
+    /// Opts a user in to discovery in a container, or out of it (CloudKit's user
+    /// discoverability permission, which is per container): whether the container's other
+    /// users can find them by email address or user record name. New identities are not
+    /// discoverable. Returns the user's identity in the container; fails with an
+    /// ``AccountError`` if the user was never signed into it.
+    func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity
+
+    /// The users of `container` who opted in to discovery and have one of `emailAddresses`
+    /// (compared by ``UserIdentity/emailKey(_:)``: ignoring ASCII case, as SQL's `lower` does)
+    /// or one of `recordNames`, each once, in no particular order. A user who did not opt in
+    /// is never returned, whatever matched.
+    func discoverableUsers(
+        emailAddresses: [String], recordNames: [String], container: String
+    ) async throws -> [UserIdentity]
 }
 
 /// What ``AccountStore/lookUpTokens(apiToken:webAuthToken:)`` found.
@@ -107,6 +122,16 @@ public struct UserIdentity: Sendable, Equatable {
         self.email = email
         self.firstName = firstName
         self.lastName = lastName
+    }
+}
+
+extension UserIdentity {
+    /// An email address as discovery compares it: ASCII letters lowercased, everything else as
+    /// is (what SQLite's `lower()` and PostgreSQL's `lower()` under `COLLATE "C"` do).
+    public static func emailKey(_ email: String) -> String {
+        String(String.UnicodeScalarView(email.unicodeScalars.map { scalar in
+            ("A"..."Z").contains(scalar) ? Unicode.Scalar(scalar.value + 32)! : scalar
+        }))
     }
 }
 

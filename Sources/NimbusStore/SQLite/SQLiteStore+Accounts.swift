@@ -164,6 +164,47 @@ extension SQLiteStore: AccountStore {
         }
     }
 
+    public func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE user_identities SET discoverable = ? WHERE user_name = ? AND container = ?",
+                arguments: [discoverable, userName, container])
+            guard db.changesCount > 0, let user = try Self.identity(db, userName: userName, container: container) else {
+                throw AccountError(
+                    "user \(userName) is not signed into \(container); create them there with "
+                        + "`nimbus user create \(userName) --container \(container)`")
+            }
+            return user
+        }
+    }
+
+    public func discoverableUsers(
+        emailAddresses: [String], recordNames: [String], container: String
+    ) async throws -> [UserIdentity] {
+        guard !emailAddresses.isEmpty || !recordNames.isEmpty else { return [] }
+        let emails = emailAddresses.map(UserIdentity.emailKey)
+        return try await pool.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT u.name, i.record_name, u.email, u.first_name, u.last_name
+                    FROM user_identities i JOIN users u ON u.name = i.user_name
+                    WHERE i.container = ? AND i.discoverable = 1
+                      AND (lower(u.email) IN (SELECT value FROM json_each(?))
+                           OR i.record_name IN (SELECT value FROM json_each(?)))
+                    """,
+                arguments: [
+                    container, JSON.array(emails.map(JSON.string)).serialized(),
+                    JSON.array(recordNames.map(JSON.string)).serialized(),
+                ])
+            return rows.map { row in
+                UserIdentity(
+                    name: row[0], recordName: row[1], container: container, email: row[2], firstName: row[3],
+                    lastName: row[4])
+            }
+        }
+    }
+
     // MARK: - Helpers
 
     static func requireContainer(_ db: Database, _ container: String) throws {

@@ -128,6 +128,14 @@ public final class SQLiteStore: Sendable {
                     """)
         }
         migrator.registerMigration("v2", migrate: migrateV2)
+        migrator.registerMigration("v3-discoverability") { db in
+            // Users opt in to discovery per container (CloudKit's user discoverability).
+            try db.execute(
+                sql: """
+                    ALTER TABLE user_identities ADD COLUMN discoverable INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX users_by_email ON users(lower(email));
+                    """)
+        }
         return migrator
     }
 }

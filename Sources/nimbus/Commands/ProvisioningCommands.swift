@@ -68,7 +68,8 @@ struct ContainerCommand: AsyncParsableCommand {
 
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "user", abstract: "Create users.", subcommands: [Create.self])
+        commandName: "user", abstract: "Create users and set whether others can discover them.",
+        subcommands: [Create.self, Discoverable.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -78,19 +79,59 @@ struct UserCommand: AsyncParsableCommand {
         @Option(name: .long) var email: String?
         @Option(name: .long) var firstName: String?
         @Option(name: .long) var lastName: String?
+        @Flag(
+            name: .long,
+            help: "Opt the user in to discovery in the container: others find them by email address or record name.")
+        var discoverable = false
         @OptionGroup var data: DataOptions
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let token = try await withStore(data) { try await $0.createUser(
-                name: name, email: email, firstName: firstName, lastName: lastName, container: container) }
+            let token = try await withStore(data) { store in
+                let token = try await store.createUser(
+                    name: name, email: email, firstName: firstName, lastName: lastName, container: container)
+                if discoverable { _ = try await store.setDiscoverable(true, userName: name, container: container) }
+                return token
+            }
+            var json: [String: JSON] = [
+                "user": .string(name), "container": .string(container),
+                "userRecordName": .string(token.user?.recordName ?? ""), "webAuthToken": .string(token.token),
+            ]
+            if discoverable { json["discoverable"] = .bool(true) }
+            emit(
+                output, json: .object(json),
+                text: "user \(name) in \(container)\(discoverable ? " (discoverable)" : "")\n"
+                    + "user record name: \(token.user?.recordName ?? "")\nweb auth token: \(token.token)")
+        }
+    }
+
+    struct Discoverable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Opt a user in to discovery in a container, or out of it.",
+            discussion: """
+                A discoverable user is found by the container's other users by email address or user \
+                record name (users/discover, users/lookup/email, users/lookup/id); nobody else ever is. \
+                Users start out not discoverable; apps can also ask through users/discoverability.
+                """)
+        enum State: String, ExpressibleByArgument, CaseIterable { case on, off }
+
+        @Argument(help: "The user's account name, e.g. alice") var name: String
+        @Argument(help: "on: discoverable; off: hidden.") var state: State
+        @Option(name: .long, help: "The container the choice applies to.") var container: String
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let user = try await withStore(data) {
+                try await $0.setDiscoverable(state == .on, userName: name, container: container)
+            }
             emit(
                 output,
                 json: .object([
-                    "user": .string(name), "container": .string(container),
-                    "userRecordName": .string(token.user?.recordName ?? ""), "webAuthToken": .string(token.token),
+                    "user": .string(name), "container": .string(container), "userRecordName": .string(user.recordName),
+                    "discoverable": .bool(state == .on),
                 ]),
-                text: "user \(name) in \(container)\nuser record name: \(token.user?.recordName ?? "")\nweb auth token: \(token.token)")
+                text: "user \(name) in \(container) is \(state == .on ? "discoverable" : "not discoverable")")
         }
     }
 }
