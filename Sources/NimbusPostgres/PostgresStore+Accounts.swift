@@ -169,6 +169,35 @@ extension PostgresStore: AccountStore {
             """
         ).first.flatMap { try ColumnReader.identity(in: $0, container: container) }
     }
+
+    public func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity {
+        try await transaction { transaction in
+            let updated = try await transaction.rows(
+                """
+                UPDATE user_identities SET discoverable = \(discoverable)
+                WHERE user_name = \(userName) AND container = \(container)
+                RETURNING record_name
+                """)
+            guard !updated.isEmpty, let user = try await identity(transaction, userName: userName, container: container)
+            else { throw AccountError.notSignedIn(userName, container: container) }
+            return user
+        }
+    }
+
+    public func discoverableUsers(
+        emailAddresses: [String], recordNames: [String], container: String
+    ) async throws -> [UserIdentity] {
+        guard !emailAddresses.isEmpty || !recordNames.isEmpty else { return [] }
+        let emails = emailAddresses.map(UserIdentity.emailKey)
+        return try await rows(
+            """
+            SELECT \(unescaped: Self.identityColumns)
+            FROM user_identities i JOIN users u ON u.name = i.user_name
+            WHERE i.container = \(container) AND i.discoverable
+              AND (lower(u.email COLLATE "C") = ANY(\(emails)) OR i.record_name = ANY(\(recordNames)))
+            """
+        ).compactMap { try ColumnReader.identity(in: $0, container: container) }
+    }
 }
 
 extension PostgresStore {

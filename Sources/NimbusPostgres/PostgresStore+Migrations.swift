@@ -62,6 +62,14 @@ extension PostgresStore {
     static let migrations: [Migration] = [
         Migration(version: 1, statements: recordsSchema + accountsSchema),
         Migration(version: 2, statements: notificationsSchema),
+        Migration(version: 3, statements: discoverabilitySchema),
+    ]
+
+    /// Users opt in to discovery per container (CloudKit's user discoverability); discovery
+    /// compares email addresses ignoring ASCII case, as SQLite's `lower()` does.
+    private static let discoverabilitySchema = [
+        "ALTER TABLE user_identities ADD COLUMN discoverable boolean NOT NULL DEFAULT false",
+        #"CREATE INDEX users_by_email ON users ((lower(email COLLATE "C")))"#,
     ]
 
     /// Databases, zones, records and the `DELETE_SELF` index. Key columns use the "C"

@@ -173,6 +173,19 @@ enum ParityScript {
         await attempt { try await store.lookUpTokens(apiToken: api.token, webAuthToken: web.token) }
         await attempt { try await store.user(forWebAuthToken: web.token) as Any }
         await attempt { try await store.container(forAPIToken: api.token) as Any }
+        // Discovery: only users who opted in, per container, email addresses ignoring ASCII case.
+        let aliceName = web.user?.recordName ?? ""
+        await attempt { try await store.discoverableUsers(emailAddresses: ["a@example.com"], recordNames: [aliceName], container: "iCloud.parity") }
+        await attempt { try await store.setDiscoverable(true, userName: "alice", container: "iCloud.parity") }
+        await attempt { try await store.discoverableUsers(emailAddresses: ["A@EXAMPLE.COM", "nobody@example.com"], recordNames: [], container: "iCloud.parity") }
+        await attempt { try await store.discoverableUsers(emailAddresses: ["a@example.com"], recordNames: [aliceName, "_nobody"], container: "iCloud.parity").count }
+        await attempt { try await store.discoverableUsers(emailAddresses: [], recordNames: [aliceName], container: "iCloud.parity") }
+        await attempt { try await store.discoverableUsers(emailAddresses: [], recordNames: [], container: "iCloud.parity") }
+        await attempt { try await store.discoverableUsers(emailAddresses: ["a@example.com"], recordNames: [aliceName], container: "iCloud.test") }
+        await attempt { try await store.setDiscoverable(true, userName: "zoe", container: "iCloud.parity") }
+        await attempt { try await store.setDiscoverable(true, userName: "alice", container: "iCloud.none") }
+        await attempt { try await store.setDiscoverable(false, userName: "alice", container: "iCloud.parity") }
+        await attempt { try await store.discoverableUsers(emailAddresses: ["a@example.com"], recordNames: [aliceName], container: "iCloud.parity") }
         try await store.addServerKey(keyID: "k1", container: "iCloud.parity", publicKeyPEM: "PEM")
         await attempt { try await store.serverKey(id: "k1").map { [$0.keyID, $0.container, $0.publicKeyPEM] } as Any }
         await attempt { try await store.revokeServerKey(keyID: "k1") }

@@ -157,4 +157,11 @@ public struct AccountError: Error, Sendable, Equatable, CustomStringConvertible 
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+
+    /// The user was never signed into the container (every engine says it the same way).
+    public static func notSignedIn(_ userName: String, container: String) -> AccountError {
+        AccountError(
+            "user \(userName) is not signed into \(container); create them there with "
+                + "`nimbus user create \(userName) --container \(container)`")
+    }
 }

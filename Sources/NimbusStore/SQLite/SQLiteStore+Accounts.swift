@@ -170,9 +170,7 @@ extension SQLiteStore: AccountStore {
                 sql: "UPDATE user_identities SET discoverable = ? WHERE user_name = ? AND container = ?",
                 arguments: [discoverable, userName, container])
             guard db.changesCount > 0, let user = try Self.identity(db, userName: userName, container: container) else {
-                throw AccountError(
-                    "user \(userName) is not signed into \(container); create them there with "
-                        + "`nimbus user create \(userName) --container \(container)`")
+                throw AccountError.notSignedIn(userName, container: container)
             }
             return user
         }
