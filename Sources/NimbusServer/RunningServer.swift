@@ -58,7 +58,7 @@ public final class RunningServer: Sendable {
         let hub = PushHub()
         let api = CloudKitAPI(
             store: store, accounts: store, onCommit: { commit in await hub.deliver(commit.notifications) },
-            notifications: store, push: hub)
+            notifications: store, push: hub, schemas: SchemaRegistry(store: store))
         let authenticator = Authenticator(accounts: store, signatureWindow: configuration.signatureWindow)
         let responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,

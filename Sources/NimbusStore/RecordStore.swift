@@ -12,6 +12,15 @@ import NimbusProtocol
 /// version of its last change; a sync token is a version made opaque. Readers therefore
 /// never skip a change, and a feed coalesces edits for free.
 ///
+/// Queries read *index entries* (``IndexLayout``, ``IndexEntries``): the engine keeps, for
+/// each record type of a container environment, the entries of the indexes its schema
+/// (``SchemaStore``) declares, and changes them in the same transaction as the records they
+/// describe: every write of records (``modifyRecords(_:zone:atomic:policy:caller:in:)``,
+/// zone deletion in ``modifyZones(_:caller:in:)``) and every schema change that adds or
+/// removes an index (``SchemaStore/updateSchema(_:container:environment:expectedVersion:)``).
+/// Reading the layout inside the write transaction is what keeps entries complete while a
+/// schema changes under concurrent writes.
+///
 /// Methods throw ``CloudKitError`` for protocol errors (ZONE_NOT_FOUND,
 /// CHANGE_TOKEN_EXPIRED, …); any other error is an engine failure.
 public protocol RecordStore: Sendable {
@@ -19,7 +28,9 @@ public protocol RecordStore: Sendable {
     ///
     /// When `atomic` is true, any failed operation fails the whole request: nothing is
     /// written and every other operation reports ATOMIC_ERROR. Otherwise the operations
-    /// that can be applied are.
+    /// that can be applied are. The index entries of every changed record are replaced, in
+    /// the same transaction, by ``IndexEntries/entries(of:layout:)`` for the layout of the
+    /// container environment's current schema (a deleted record has none).
     func modifyRecords(
         _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
         in database: DatabaseKey
@@ -32,13 +43,21 @@ public protocol RecordStore: Sendable {
     func recordChanges(zone: String, since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> RecordChangesPage
 
+    /// Live records of one record type from one index, with their index positions, in the
+    /// scan's order (see ``IndexScan``): at most `scan.limit` hits strictly after
+    /// `scan.after`. Only entries of live records of `scan.recordType` in `database` (and in
+    /// `scan.zone`, when given) are returned. An index the schema does not declare has no
+    /// entries. The engine does no filtering beyond the scan's range or tokens.
+    func scanIndex(_ scan: IndexScan, in database: DatabaseKey) async throws -> [IndexHit]
+
     /// The live zones of a database, the default zone first.
     func listZones(in database: DatabaseKey) async throws -> [ZoneState]
 
     /// Zones by name, in the order asked; `nil` for a missing zone.
     func lookupZones(_ names: [String], in database: DatabaseKey) async throws -> [ZoneState?]
 
-    /// Creates and deletes zones in one transaction. Deleting a zone deletes its records.
+    /// Creates and deletes zones in one transaction. Deleting a zone deletes its records (and
+    /// their index entries).
     /// The zone and database subscriptions that fire create their notifications in the same
     /// transaction; `caller` names who made the change, so their device is not notified.
     func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws

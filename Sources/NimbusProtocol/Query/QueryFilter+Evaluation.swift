@@ -24,6 +24,10 @@ extension RecordQuery {
 }
 
 extension QueryFilter {
+    /// Field names that stand for every text of a record in CONTAINS_ALL_TOKENS and
+    /// CONTAINS_ANY_TOKENS filters (CloudKit's `self CONTAINS "…"`): `___all` and `allTokens`.
+    public static let allTokensFieldNames: Set<String> = ["___all", "allTokens"]
+
     /// Whether `record` satisfies this filter.
     public func matches(_ record: Record) -> Bool {
         guard let field = Self.resolve(target, in: record) else { return false }
@@ -31,10 +35,23 @@ extension QueryFilter {
     }
 
     /// The value a target names in a record, or `nil` when the record has none.
+    ///
+    /// The pseudo-field ``allTokensFieldNames`` (`___all`) names every STRING and STRING_LIST
+    /// value of the record at once, for token searches over the whole record.
     public static func resolve(_ target: Target, in record: Record) -> FieldValue? {
         switch target {
         case .field(let name):
-            return record.fields[name]
+            if let value = record.fields[name] { return value }
+            guard allTokensFieldNames.contains(name) else { return nil }
+            var texts: [FieldValue] = []
+            for key in record.fields.keys.sorted() {
+                switch record.fields[key] {
+                case .string(let text)?: texts.append(.string(text))
+                case .list(.string, let members)?: texts.append(contentsOf: members)
+                default: continue
+                }
+            }
+            return .list(elementType: .string, texts)
         case .system(.recordName):
             return .string(record.recordName)
         case .system(.createdTimestamp):
@@ -135,7 +152,7 @@ extension QueryFilter {
     // MARK: - Comparison
 
     /// Equality within a kind; lists are equal element by element.
-    static func equal(_ lhs: FieldValue, _ rhs: FieldValue) -> Bool {
+    public static func equal(_ lhs: FieldValue, _ rhs: FieldValue) -> Bool {
         switch (lhs, rhs) {
         case (.list(_, let left), .list(_, let right)):
             return left.count == right.count && zip(left, right).allSatisfy { equal($0, $1) }
@@ -151,7 +168,7 @@ extension QueryFilter {
     }
 
     /// Whether two values are of kinds that compare at all.
-    static func comparable(_ lhs: FieldValue, _ rhs: FieldValue) -> Bool {
+    public static func comparable(_ lhs: FieldValue, _ rhs: FieldValue) -> Bool {
         switch (lhs, rhs) {
         case (.list, .list), (.bytes, .bytes), (.location, .location), (.reference, .reference): return true
         default: return order(lhs, rhs) != nil
@@ -159,7 +176,7 @@ extension QueryFilter {
     }
 
     /// The order of two scalar values of comparable kinds, or `nil`.
-    static func order(_ lhs: FieldValue, _ rhs: FieldValue) -> ComparisonResult? {
+    public static func order(_ lhs: FieldValue, _ rhs: FieldValue) -> ComparisonResult? {
         switch (lhs, rhs) {
         case (.string(let left), .string(let right)):
             if left == right { return .orderedSame }
@@ -184,13 +201,13 @@ extension QueryFilter {
     }
 
     /// The members of a list value; a scalar is a list of itself.
-    static func elements(of value: FieldValue) -> [FieldValue] {
+    public static func elements(of value: FieldValue) -> [FieldValue] {
         if case .list(_, let members) = value { return members }
         return [value]
     }
 
     /// Lowercased, diacritic-free tokens of a text.
-    static func tokens(of text: String) -> Set<String> {
+    public static func tokens(of text: String) -> Set<String> {
         let folded = text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
         return Set(folded.split { !($0.isLetter || $0.isNumber) }.map(String.init))
     }

@@ -7,6 +7,7 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case recordsModify = "records/modify"
     case recordsLookup = "records/lookup"
     case recordsChanges = "records/changes"
+    case recordsQuery = "records/query"
     case zonesList = "zones/list"
     case zonesLookup = "zones/lookup"
     case zonesModify = "zones/modify"

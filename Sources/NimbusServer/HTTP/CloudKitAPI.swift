@@ -12,12 +12,15 @@ struct CloudKitAPI: Sendable {
     let notifications: any NotificationStore
     /// Delivers committed notifications to connected devices and web couriers.
     let push: PushHub
+    /// The schemas of container environments: checked on saves and queries.
+    let schemas: SchemaRegistry
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {
         case .recordsModify: return try await modifyRecords(call)
         case .recordsLookup: return try await lookupRecords(call)
         case .recordsChanges: return try await recordChanges(call)
+        case .recordsQuery: return try await queryRecords(call)
         case .zonesList: return try await listZones(call)
         case .zonesLookup: return try await lookupZones(call)
         case .zonesModify: return try await modifyZones(call)

@@ -17,7 +17,9 @@ extension CloudKitAPI {
                 "\(operationReaders.count) operations in one request; the limit is \(ProtocolLimits.maxOperations): split the batch")
         }
         let defaultKeys = try call.desiredKeys()
-        var operations: [RecordOperation] = []
+        var types: [RecordOperationType] = []
+        var records: [Record] = []
+        var paths: [String] = []
         var keysPerOperation: [Set<String>?] = []
         var userRecords: [UserIdentity] = []
         for reader in operationReaders {
@@ -46,14 +48,27 @@ extension CloudKitAPI {
             guard record.recordName.utf8.count <= 255 else {
                 throw CloudKitError.badRequest("'\(recordReader.path).recordName' is longer than 255 bytes")
             }
-            let operation = RecordOperation(type: type, record: record)
+            types.append(type)
+            records.append(record)
+            paths.append(recordReader.path)
+            keysPerOperation.append(try call.desiredKeys(in: reader) ?? defaultKeys)
+        }
+        // The schema: in development new types and fields join it, in production they are refused.
+        let saved = records.indices.filter { !types[$0].isDelete }
+        var savedRecords = saved.map { records[$0] }
+        try await schemas.admit(&savedRecords, database: call.database)
+        for (index, record) in zip(saved, savedRecords) { records[index] = record }
+
+        var operations: [RecordOperation] = []
+        for (index, record) in records.enumerated() {
+            let operation = RecordOperation(type: types[index], record: record)
+            let path = paths[index]
             guard operation.fieldsJSON.utf8.count <= ProtocolLimits.maxRecordBytes else {
                 throw CloudKitError.badRequest(
                     "record '\(record.recordName)' is \(operation.fieldsJSON.utf8.count) bytes; the limit is 1 MB per record")
             }
             operations.append(operation)
-            keysPerOperation.append(try call.desiredKeys(in: reader) ?? defaultKeys)
-            if let user = try await prepareUserRecordWrite(operation, path: recordReader.path, zone: zoneID.zoneName, call) {
+            if let user = try await prepareUserRecordWrite(operation, path: path, zone: zoneID.zoneName, call) {
                 userRecords.append(user)
             }
         }
@@ -67,22 +82,22 @@ extension CloudKitAPI {
             operations, zone: zoneID.zoneName, atomic: atomic, policy: policy, caller: caller, in: call.database)
         if let commit = outcome.commit { await onCommit(commit) }
 
-        var records: [JSON] = []
+        var items: [JSON] = []
         for (index, result) in outcome.results.enumerated() {
             switch result {
             case .saved(let stored):
-                records.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keysPerOperation[index]))
+                items.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keysPerOperation[index]))
             case .deleted(let name):
-                records.append(
+                items.append(
                     .object([
                         "recordName": .string(name), "deleted": .bool(true),
                         "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
                     ]))
             case .failed(let error):
-                records.append(call.errorJSON(error))
+                items.append(call.errorJSON(error))
             }
         }
-        return .object(["records": .array(records)])
+        return .object(["records": .array(items)])
     }
 
     /// `records/lookup`.

@@ -35,16 +35,22 @@ public enum ChangeToken {
         return try decode(token, prefix: "m1", count: 2)[0]
     }
 
-    private static func encode(_ text: String) -> String {
+    /// Text made opaque: base64url without padding.
+    static func encode(_ text: String) -> String {
         Data(text.utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    private static func decode(_ token: String, prefix: String, count: Int) throws(CloudKitError) -> [Int64] {
+    /// The text of an ``encode(_:)``d token, or `nil`.
+    static func decodeText(_ token: String) -> String? {
         var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64.append("=") }
-        guard let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8) else {
+        return Data(base64Encoded: base64).flatMap { String(data: $0, encoding: .utf8) }
+    }
+
+    private static func decode(_ token: String, prefix: String, count: Int) throws(CloudKitError) -> [Int64] {
+        guard let text = decodeText(token) else {
             throw .badRequest("the sync token '\(token)' is not a token this server issued")
         }
         let parts = text.split(separator: ":")

@@ -24,9 +24,12 @@ extension SQLiteStore: RecordStore {
             }
             guard !plan.writes.isEmpty else { return ModifyOutcome(results: plan.results, commit: nil) }
 
+            var layouts = IndexLayoutCache(database: database)
             for (before, after) in plan.changes {
                 try Self.write(db, database: dbID, zone: zone, record: after)
                 try Self.updateReferences(db, database: dbID, zone: zone, before: before, after: after)
+                try Self.updateIndexEntries(
+                    db, database: dbID, zone: zone, before: before, after: after, layouts: &layouts)
             }
             try db.execute(
                 sql: "UPDATE zones SET change_version = ? WHERE db = ? AND name = ?",
@@ -104,7 +107,7 @@ extension SQLiteStore: RecordStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT \(recordColumns.split(separator: ",").map { "r." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+                    SELECT \(prefixedRecordColumns)
                     FROM record_refs f JOIN records r ON r.db = f.db AND r.zone = f.zone AND r.name = f.source
                     WHERE f.db = ? AND f.zone = ? AND f.target IN (\(databaseQuestionMarks(count: chunk.count)))
                       AND r.deleted = 0

@@ -1,9 +1,14 @@
+import Foundation
 import GRDB
 import NimbusProtocol
 
 extension SQLiteStore {
     static let recordColumns =
         "name, type, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, version, created_version, deleted"
+
+    /// ``recordColumns`` of the table aliased `r`.
+    static let prefixedRecordColumns = recordColumns.split(separator: ",")
+        .map { "r." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
 
     static func storedRecord(_ row: Row) -> StoredRecord {
         StoredRecord(

@@ -136,6 +136,7 @@ public final class SQLiteStore: Sendable {
                     CREATE INDEX users_by_email ON users(lower(email));
                     """)
         }
+        migrator.registerMigration("v4-query", migrate: migrateV4)
         return migrator
     }
 }

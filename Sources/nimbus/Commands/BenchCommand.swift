@@ -19,9 +19,9 @@ struct BenchCommand: AsyncParsableCommand {
             By default starts an embedded server on a fresh temporary data directory. With --url it \
             drives a running server instead: pass that server's --data directory (to provision a \
             container and user in it) or --container, --api-token and --web-auth-token.
-            `nimbus bench push` measures push latency and idle WebSocket memory.
+            `nimbus bench push` measures push latency and idle WebSocket memory; `nimbus bench query`, records/query latency.
             """,
-        subcommands: [SyncBenchCommand.self, PushBenchCommand.self])
+        subcommands: [SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self])
 
     @Option(name: .long, help: "Base URL of a running server (default: start an embedded one).")
     var url: String?

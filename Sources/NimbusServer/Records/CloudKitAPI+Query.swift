@@ -1,0 +1,41 @@
+import NimbusProtocol
+import NimbusStore
+
+extension CloudKitAPI {
+    /// `records/query`: `query {recordType, filterBy, sortBy}`, `zoneID` or `zoneWide`,
+    /// `resultsLimit`, `desiredKeys`, `continuationMarker` → `records`, `continuationMarker`
+    /// (only when more records match).
+    ///
+    /// The query is checked against the container environment's schema (in development the
+    /// indexes it needs are created on first use) and run by ``QueryExecutor``.
+    func queryRecords(_ call: APICall) async throws -> JSON {
+        let query = try RecordQuery(wire: call.body.required("query"))
+        let zoneWide = try call.body.optionalBool("zoneWide") ?? false
+        let zoneID = zoneWide ? nil : try call.zoneID()
+        let limit = try call.resultsLimit()
+        let keys = try call.desiredKeys()
+        let marker = try call.body.optionalString("continuationMarker")
+        let plan = try await schemas.plan(query, database: call.database)
+        if let zoneID, try await store.lookupZones([zoneID.zoneName], in: call.database).first! == nil {
+            throw CloudKitError(
+                .zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in this database",
+                zoneID: call.responseZoneID(zoneID.zoneName))
+        }
+        let page = try await QueryExecutor(store: store).run(
+            plan, zone: zoneID?.zoneName, limit: limit, continuationMarker: marker, in: call.database)
+
+        let records: JSON
+        if let zone = page.hits.first?.zone, page.hits.allSatisfy({ $0.zone == zone }) {
+            records = try call.recordsJSON(page.hits.map(\.record), zoneName: zone, desiredKeys: keys)
+        } else {
+            var elements: [JSON] = []
+            for hit in page.hits {
+                elements.append(try call.recordJSON(hit.record, zoneName: hit.zone, desiredKeys: keys))
+            }
+            records = .array(elements)
+        }
+        var response: [String: JSON] = ["records": records]
+        if let next = page.continuationMarker { response["continuationMarker"] = .string(next) }
+        return .object(response)
+    }
+}

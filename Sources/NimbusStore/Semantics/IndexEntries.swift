@@ -1,0 +1,170 @@
+import Foundation
+import NimbusProtocol
+
+/// Which index entries an engine keeps, per record type: derived from a schema's indexes
+/// (``ContainerSchema/indexLayout``).
+///
+/// - A *value index* of a field (QUERYABLE or SORTABLE) holds one entry per record of the
+///   type: `(value, recordName, zone)`, one per member for a list, and ``IndexValue/missing``
+///   for a record without the field (or with an empty list), so that every record of the
+///   type is in every value index of its type.
+/// - A *token index* of a field (SEARCHABLE) holds `(token, recordName, zone)` for each token
+///   of the field's text (``QueryFilter/tokens(of:)``, the evaluator's own tokenizer).
+///
+/// System fields are indexed under CloudKit's schema names (``indexName(of:)``).
+public struct IndexLayout: Sendable, Hashable {
+    public struct RecordType: Sendable, Hashable {
+        /// Index names with a value index, sorted.
+        public var valueFields: [String]
+        /// Field names with a token index, sorted.
+        public var tokenFields: [String]
+
+        public init(valueFields: [String], tokenFields: [String]) {
+            self.valueFields = valueFields
+            self.tokenFields = tokenFields
+        }
+    }
+
+    public var recordTypes: [String: RecordType]
+
+    public init(recordTypes: [String: RecordType] = [:]) {
+        self.recordTypes = recordTypes
+    }
+
+    /// The name index entries of a target carry: the field name, or for a system field its
+    /// name in CloudKit's schema (`___recordID`, `___createTime`, `___modTime`,
+    /// `___createdBy`, `___modifiedBy`). Apps cannot save fields beginning with `___`.
+    public static func indexName(of target: QueryFilter.Target) -> String {
+        switch target {
+        case .field(let name): return name
+        case .system(let field): return field.schemaName
+        }
+    }
+
+    /// The target an index name stands for.
+    public static func target(ofIndexName name: String) -> QueryFilter.Target {
+        QueryFilter.SystemField.allCases.first { $0.schemaName == name }.map(QueryFilter.Target.system) ?? .field(name)
+    }
+}
+
+extension QueryFilter.SystemField {
+    /// The field's name in CloudKit's schema language.
+    public var schemaName: String {
+        switch self {
+        case .recordName: return "___recordID"
+        case .createdTimestamp: return "___createTime"
+        case .modifiedTimestamp: return "___modTime"
+        case .createdUserRecordName: return "___createdBy"
+        case .modifiedUserRecordName: return "___modifiedBy"
+        }
+    }
+}
+
+/// One key of a value index. Values order as the evaluator orders them within a kind
+/// (numbers numerically, text by Unicode scalars); numbers sort before text, and
+/// ``missing`` after every value.
+public enum IndexValue: Sendable, Hashable {
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    /// The record has no value for the field.
+    case missing
+
+    /// The order of two index values.
+    public static func order(_ lhs: IndexValue, _ rhs: IndexValue) -> ComparisonResult {
+        switch (lhs, rhs) {
+        case (.missing, .missing): return .orderedSame
+        case (.missing, _): return .orderedDescending
+        case (_, .missing): return .orderedAscending
+        case (.text(let left), .text(let right)):
+            if left.utf8.elementsEqual(right.utf8) { return .orderedSame }
+            return left.utf8.lexicographicallyPrecedes(right.utf8) ? .orderedAscending : .orderedDescending
+        case (.text, _): return .orderedDescending
+        case (_, .text): return .orderedAscending
+        case (.integer(let left), .integer(let right)):
+            return left == right ? .orderedSame : (left < right ? .orderedAscending : .orderedDescending)
+        default:
+            let left = lhs.number, right = rhs.number
+            return left == right ? .orderedSame : (left < right ? .orderedAscending : .orderedDescending)
+        }
+    }
+
+    private var number: Double {
+        switch self {
+        case .integer(let value): return Double(value)
+        case .real(let value): return value
+        default: return .nan
+        }
+    }
+
+    /// The key a scalar field value is indexed under, or `nil` for values that are not
+    /// indexed (BYTES, and lists, whose members are indexed one by one).
+    public init?(_ value: FieldValue) {
+        switch value {
+        case .string(let text): self = .text(text)
+        case .int64(let number), .timestamp(let number): self = .integer(number)
+        case .double(let number): self = .real(number)
+        case .reference(let reference): self = .text(reference.recordName)
+        case .location(let location): self = .real(location.latitude)
+        case .bytes, .list: return nil
+        }
+    }
+}
+
+/// The index entries of one record, as every engine computes them.
+public enum IndexEntries {
+    /// The value-index keys of a record for an index name: one per distinct list member,
+    /// ``IndexValue/missing`` when the record has no indexable value.
+    public static func values(of record: StoredRecord, fields: [String: FieldValue], index name: String) -> [IndexValue] {
+        switch IndexLayout.target(ofIndexName: name) {
+        case .system(.recordName): return [.text(record.recordName)]
+        case .system(.createdTimestamp): return [.integer(record.created.timestamp)]
+        case .system(.modifiedTimestamp): return [.integer(record.modified.timestamp)]
+        case .system(.createdUserRecordName): return [record.created.userRecordName.map(IndexValue.text) ?? .missing]
+        case .system(.modifiedUserRecordName): return [record.modified.userRecordName.map(IndexValue.text) ?? .missing]
+        case .field(let field):
+            switch fields[field] {
+            case .list(_, let members)?:
+                var keys: [IndexValue] = []
+                for member in members {
+                    if let key = IndexValue(member), !keys.contains(key) { keys.append(key) }
+                }
+                return keys.isEmpty ? [.missing] : keys
+            case let value?:
+                return [IndexValue(value) ?? .missing]
+            case nil:
+                return [.missing]
+            }
+        }
+    }
+
+    /// The tokens of a field's text (a STRING, or the members of a STRING_LIST).
+    public static func tokens(of fields: [String: FieldValue], field: String) -> Set<String> {
+        switch fields[field] {
+        case .string(let text)?: return QueryFilter.tokens(of: text)
+        case .list(_, let members)?:
+            var tokens = Set<String>()
+            for case .string(let text) in members { tokens.formUnion(QueryFilter.tokens(of: text)) }
+            return tokens
+        default: return []
+        }
+    }
+
+    /// All entries of a live record for the indexes of its type: `(index name, key)` pairs
+    /// and `(field, token)` pairs. A tombstone has none.
+    public static func entries(of record: StoredRecord, layout: IndexLayout.RecordType) throws(CloudKitError)
+        -> (values: [(index: String, value: IndexValue)], tokens: [(field: String, token: String)])
+    {
+        guard !record.deleted else { return ([], []) }
+        let fields = try record.fields()
+        var values: [(index: String, value: IndexValue)] = []
+        for name in layout.valueFields {
+            for value in Self.values(of: record, fields: fields, index: name) { values.append((name, value)) }
+        }
+        var tokens: [(field: String, token: String)] = []
+        for field in layout.tokenFields {
+            for token in Self.tokens(of: fields, field: field).sorted() { tokens.append((field, token)) }
+        }
+        return (values, tokens)
+    }
+}
