@@ -69,8 +69,8 @@ struct QueryTests {
         (filter("owner", "EQUALS", "u1"), ["p1"]),
     ]
 
-    @Test func everyComparatorReturnsExactlyTheMatchingRecords() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func everyComparatorReturnsExactlyTheMatchingRecords(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             try await Self.seedPlaces(alice)
             for (index, testCase) in Self.comparatorCases.enumerated() {
@@ -84,8 +84,8 @@ struct QueryTests {
         }
     }
 
-    @Test func filtersCombineWithAndAndRecordsComeBackWithSystemFields() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func filtersCombineWithAndAndRecordsComeBackWithSystemFields(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice", device: "phone")
             try await Self.seedPlaces(alice)
             let reply = try await alice.query(
@@ -101,8 +101,8 @@ struct QueryTests {
         }
     }
 
-    @Test func systemFieldsFilterAndSort() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func systemFieldsFilterAndSort(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let bob = try await server.user("bob")
             try await Self.seedPlaces(alice)
@@ -135,8 +135,8 @@ struct QueryTests {
         }
     }
 
-    @Test func severalSortKeysAscendingAndDescending() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func severalSortKeysAscendingAndDescending(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let rows: [(String, Int, String)] = [("a", 2, "x"), ("b", 1, "y"), ("c", 2, "z"), ("d", 1, "w"), ("e", 2, "y")]
@@ -155,8 +155,8 @@ struct QueryTests {
         }
     }
 
-    @Test func sortByDistanceFromARelativeLocation() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func sortByDistanceFromARelativeLocation(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             try await Self.seedPlaces(alice)
             let nearest = try await alice.query(
@@ -177,9 +177,9 @@ struct QueryTests {
 
     /// Keyset paging: records inserted before and after the current position between pages
     /// never make a page repeat or skip a record that existed when paging began.
-    @Test(arguments: ["sorted ascending", "sorted descending", "unsorted", "filtered"])
-    func pagesStayCorrectWhileRecordsAreInsertedBetweenPages(_ shape: String) async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available, ["sorted ascending", "sorted descending", "unsorted", "filtered"])
+    func pagesStayCorrectWhileRecordsAreInsertedBetweenPages(engine: Engine, _ shape: String) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
             let initial = (0..<40).map { index in
@@ -231,8 +231,8 @@ struct QueryTests {
         }
     }
 
-    @Test func desiredKeysLimitTheFieldsReturned() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func desiredKeysLimitTheFieldsReturned(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             try await Self.seedPlaces(alice)
             let reply = try await alice.query("Place", filters: [filter("rank", "EQUALS", 1)], zone: "Z", desiredKeys: ["name", "rank"])
@@ -241,8 +241,8 @@ struct QueryTests {
         }
     }
 
-    @Test func zoneWideQueriesSearchEveryZoneAndNameEachRecordsZone() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func zoneWideQueriesSearchEveryZoneAndNameEachRecordsZone(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("A")
             _ = try await alice.createZone("B")
@@ -263,8 +263,8 @@ struct QueryTests {
         }
     }
 
-    @Test func unknownZoneIsZoneNotFound() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func unknownZoneIsZoneNotFound(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             try await Self.seedPlaces(alice)
             let reply = try await alice.query("Place", zone: "Nope")
@@ -273,8 +273,8 @@ struct QueryTests {
         }
     }
 
-    @Test func badFiltersAreBadRequestsNamingTheProblem() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func badFiltersAreBadRequestsNamingTheProblem(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             try await Self.seedPlaces(alice)
             let cases: [(filters: [JSON], sorts: [JSON], reason: String)] = [
@@ -309,8 +309,8 @@ struct QueryTests {
         }
     }
 
-    @Test func publicDatabaseIsQueryableWithoutSigningIn() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func publicDatabaseIsQueryableWithoutSigningIn(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.modify(
                 "_defaultZone",
@@ -324,8 +324,8 @@ struct QueryTests {
         }
     }
 
-    @Test func deletedAndUpdatedRecordsLeaveAndMoveInTheIndexes() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func deletedAndUpdatedRecordsLeaveAndMoveInTheIndexes(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             try await Self.seedPlaces(alice)
             #expect(try await alice.query("Place", filters: [filter("tags", "LIST_CONTAINS", "blue")], zone: "Z").recordNames == ["p1", "p2"])

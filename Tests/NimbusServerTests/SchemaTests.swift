@@ -1,3 +1,4 @@
+import Logging
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -9,8 +10,8 @@ import Testing
 struct SchemaTests {
     static let container = TestServer.container
 
-    @Test func developmentCreatesRecordTypesAndFieldsOnFirstSave() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func developmentCreatesRecordTypesAndFieldsOnFirstSave(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let saved = try await alice.modify(
                 "_defaultZone",
@@ -27,8 +28,8 @@ struct SchemaTests {
         }
     }
 
-    @Test func changingAFieldsTypeIsBadRequestEvenInDevelopment() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func changingAFieldsTypeIsBadRequestEvenInDevelopment(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.modify("_defaultZone", [typedOp("create", "a1", "Article", ["order": (1, "INT64")])])
             let reply = try await alice.modify("_defaultZone", [typedOp("create", "a2", "Article", ["order": ("first", "STRING")])])
@@ -48,8 +49,8 @@ struct SchemaTests {
         }
     }
 
-    @Test func queriesInDevelopmentAddTheIndexesTheyNeed() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func queriesInDevelopmentAddTheIndexesTheyNeed(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.modify(
                 "_defaultZone",
@@ -68,8 +69,8 @@ struct SchemaTests {
 
     /// The whole life cycle: develop, export, deploy, then production refuses what the schema
     /// does not have, and a second deploy (done beside the running server) takes effect at once.
-    @Test func exportDeployAndProductionRejections() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Engine.available) func exportDeployAndProductionRejections(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
             var alice = try await server.user("alice")
             _ = try await alice.modify(
                 "_defaultZone",
@@ -78,9 +79,8 @@ struct SchemaTests {
             _ = try await alice.query(
                 "Article", filters: [filter("order", "GREATER_THAN", 0)], sorts: [sort("order")], scope: "public")
 
-            // The CLI's view: a second store on the same data directory, as another process.
-            let cli = try SQLiteStore(directory: server.directory)
-            defer { try? cli.close() }
+            // The CLI's view: a second store on the same storage, as another process opens it.
+            let cli = try await server.server.configuration.storage.open(logger: Logger(label: "cli"))
             let exported = try await SchemaDeployment.export(container: Self.container, environment: .development, from: cli)
             let lines = exported.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
             #expect(lines.contains("RECORD TYPE Article ("))
@@ -159,6 +159,7 @@ struct SchemaTests {
             } catch let error as CloudKitError {
                 #expect(error.reason.contains("field 'Article.order' is INT64 in production and cannot become STRING"))
             }
+            try await cli.shutdown()
         }
     }
 

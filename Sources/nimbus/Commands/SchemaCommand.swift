@@ -23,10 +23,10 @@ struct SchemaCommand: AsyncParsableCommand {
             guard let environment = ContainerEnvironment(rawValue: environment) else {
                 throw ValidationError("--environment must be development or production")
             }
-            let store = try openStore(data)
-            defer { try? store.close() }
-            try await SchemaCommand.requireContainer(container, in: store)
-            let text = try await SchemaDeployment.export(container: container, environment: environment, from: store)
+            let text = try await withStore(data) { store in
+                try await SchemaCommand.requireContainer(container, in: store)
+                return try await SchemaDeployment.export(container: container, environment: environment, from: store)
+            }
             if let output {
                 try text.write(toFile: output, atomically: true, encoding: .utf8)
             } else {
@@ -49,9 +49,6 @@ struct SchemaCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let store = try openStore(data)
-            defer { try? store.close() }
-            try await SchemaCommand.requireContainer(container, in: store)
             var schema: ContainerSchema?
             if let file {
                 let text: String
@@ -62,7 +59,10 @@ struct SchemaCommand: AsyncParsableCommand {
             }
             let report: SchemaDeployment.Report
             do {
-                report = try await SchemaDeployment.deploy(schema, container: container, to: store)
+                report = try await withStore(data) { [schema] store in
+                    try await SchemaCommand.requireContainer(container, in: store)
+                    return try await SchemaDeployment.deploy(schema, container: container, to: store)
+                }
             } catch let error as CloudKitError {
                 throw ValidationError(error.reason)
             }
@@ -85,7 +85,7 @@ struct SchemaCommand: AsyncParsableCommand {
         }
     }
 
-    static func requireContainer(_ container: String, in store: SQLiteStore) async throws {
+    static func requireContainer(_ container: String, in store: any NimbusStorage) async throws {
         guard try await store.listContainers().contains(container) else {
             throw ValidationError("no container \(container); create it with `nimbus container create \(container)`")
         }
