@@ -24,10 +24,6 @@ extension RecordQuery {
 }
 
 extension QueryFilter {
-    /// Field names that stand for every text of a record in CONTAINS_ALL_TOKENS and
-    /// CONTAINS_ANY_TOKENS filters (CloudKit's `self CONTAINS "…"`): `___all` and `allTokens`.
-    public static let allTokensFieldNames: Set<String> = ["___all", "allTokens"]
-
     /// Whether `record` satisfies this filter.
     public func matches(_ record: Record) -> Bool {
         guard let field = Self.resolve(target, in: record) else { return false }
@@ -35,23 +31,10 @@ extension QueryFilter {
     }
 
     /// The value a target names in a record, or `nil` when the record has none.
-    ///
-    /// The pseudo-field ``allTokensFieldNames`` (`___all`) names every STRING and STRING_LIST
-    /// value of the record at once, for token searches over the whole record.
     public static func resolve(_ target: Target, in record: Record) -> FieldValue? {
         switch target {
         case .field(let name):
-            if let value = record.fields[name] { return value }
-            guard allTokensFieldNames.contains(name) else { return nil }
-            var texts: [FieldValue] = []
-            for key in record.fields.keys.sorted() {
-                switch record.fields[key] {
-                case .string(let text)?: texts.append(.string(text))
-                case .list(.string, let members)?: texts.append(contentsOf: members)
-                default: continue
-                }
-            }
-            return .list(elementType: .string, texts)
+            return record.fields[name]
         case .system(.recordName):
             return .string(record.recordName)
         case .system(.createdTimestamp):

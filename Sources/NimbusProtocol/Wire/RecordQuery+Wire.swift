@@ -25,15 +25,19 @@ extension RecordQuery {
 }
 
 extension QueryFilter.Target {
+    /// The field names that also mean ``searchableFields`` in a token search: `___all` (the
+    /// name of CloudKit's all-text index) and `allTokens`.
+    public static let searchableFieldsNames: Set<String> = ["___all", "allTokens"]
+
     /// Reads `fieldName` or `systemFieldName` (exactly one); a token search may give neither,
-    /// to search every string field (`searchableFields`).
+    /// or a name of ``searchableFieldsNames``, to search every string field (`searchableFields`).
     init(wire reader: WireReader, allowsSearchableFields: Bool = false) throws(CloudKitError) {
         let fieldName = try reader.optionalString("fieldName")
         let systemName = try reader.optionalString("systemFieldName")
         switch (fieldName, systemName) {
         case (let name?, nil):
             guard !name.isEmpty else { throw .badRequest("'\(reader.path).fieldName' must not be empty") }
-            self = .field(name)
+            self = allowsSearchableFields && Self.searchableFieldsNames.contains(name) ? .searchableFields : .field(name)
         case (nil, let name?):
             guard let field = QueryFilter.SystemField(wireName: name) else {
                 throw .badRequest(

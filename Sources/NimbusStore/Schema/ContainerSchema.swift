@@ -59,6 +59,8 @@ public struct RecordTypeSchema: Sendable, Hashable {
         switch target {
         case .field(let name): return fields[name]?.indexes ?? []
         case .system(let field): return systemIndexes[field] ?? []
+        case .searchableFields:
+            return fields.values.contains { $0.indexes.contains(.searchable) } ? [.searchable] : []
         }
     }
 
@@ -67,6 +69,10 @@ public struct RecordTypeSchema: Sendable, Hashable {
         switch target {
         case .field(let name): fields[name]?.indexes.formUnion(kinds)
         case .system(let field): systemIndexes[field, default: []].formUnion(kinds)
+        case .searchableFields:
+            for (name, field) in fields where kinds.contains(.searchable) && (field.type.elementType ?? field.type) == .string {
+                fields[name]?.indexes.insert(.searchable)
+            }
         }
     }
 

@@ -38,6 +38,7 @@ public struct IndexLayout: Sendable, Hashable {
         switch target {
         case .field(let name): return name
         case .system(let field): return field.schemaName
+        case .searchableFields: return "___all"
         }
     }
 
@@ -122,6 +123,7 @@ public enum IndexEntries {
         case .system(.modifiedTimestamp): return [.integer(record.modified.timestamp)]
         case .system(.createdUserRecordName): return [record.created.userRecordName.map(IndexValue.text) ?? .missing]
         case .system(.modifiedUserRecordName): return [record.modified.userRecordName.map(IndexValue.text) ?? .missing]
+        case .searchableFields: return []
         case .field(let field):
             switch fields[field] {
             case .list(_, let members)?:

@@ -162,10 +162,15 @@ public struct QueryExecutor: Sendable {
 
     func tokenSource(_ filters: [QueryFilter]) -> IndexScan.Source? {
         for filter in filters where filter.comparator.isTokenSearch {
-            guard case .field(let name) = filter.target, case .string(let text) = filter.value else { continue }
+            guard case .string(let text) = filter.value else { continue }
+            let field: String?
+            switch filter.target {
+            case .field(let name): field = name
+            case .searchableFields: field = nil
+            case .system: continue
+            }
             let tokens = QueryFilter.tokens(of: text).sorted()
             guard !tokens.isEmpty else { continue }
-            let field = QueryFilter.allTokensFieldNames.contains(name) ? nil : name
             return .tokens(field: field, tokens: tokens, matchAll: filter.comparator == .containsAllTokens)
         }
         return nil

@@ -28,6 +28,7 @@ public struct QueryPlan: Sendable {
         }
         func fieldType(_ target: QueryFilter.Target, _ path: String) throws(CloudKitError) -> FieldType {
             switch target {
+            case .searchableFields: return .stringList
             case .system(let field): return field.valueType
             case .field(let name):
                 guard let field = type.fields[name] else {
@@ -40,9 +41,7 @@ public struct QueryPlan: Sendable {
         }
         for (index, filter) in query.filters.enumerated() {
             let path = "'query.filterBy[\(index)]'"
-            if filter.comparator.isTokenSearch, case .field(let name) = filter.target,
-                QueryFilter.allTokensFieldNames.contains(name)
-            {
+            if filter.target == .searchableFields {
                 guard case .string = filter.value else {
                     throw .badRequest("\(path): \(filter.comparator.rawValue) compares with a STRING of tokens")
                 }
@@ -107,8 +106,9 @@ public struct QueryPlan: Sendable {
             guard fieldType != .location else { throw mismatch("a comparable field (use NEAR on locations)") }
             return try coerce(filter.value, to: fieldType)
         case .in, .notIn:
-            guard element == nil, fieldType != .location else { throw mismatch("a single-valued field") }
-            return try coerce(filter.value, to: fieldType.listType!)
+            // On a list field: whether some member (no member) is one of the values.
+            guard fieldType != .location else { throw mismatch("a comparable field (use NEAR on locations)") }
+            return try coerce(filter.value, to: element == nil ? fieldType.listType! : fieldType)
         case .near:
             guard fieldType == .location else { throw mismatch("a LOCATION field") }
             return filter.value
@@ -156,7 +156,8 @@ public struct QueryPlan: Sendable {
 }
 
 /// One index a query needs: a kind of index on a field or system field. The pseudo-field
-/// `___all` (``QueryFilter/allTokensFieldNames``) needs some SEARCHABLE field.
+/// ``QueryFilter/Target/searchableFields`` (a token search without a field) needs some
+/// SEARCHABLE field.
 public struct IndexRequirement: Sendable, Hashable, CustomStringConvertible {
     public var target: QueryFilter.Target
     public var kind: IndexKind
@@ -167,10 +168,7 @@ public struct IndexRequirement: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the search spans every text field of the record.
-    public var isAllTokens: Bool {
-        if case .field(let name) = target { return QueryFilter.allTokensFieldNames.contains(name) }
-        return false
-    }
+    public var isAllTokens: Bool { target == .searchableFields }
 
     public func isMet(by type: RecordTypeSchema) -> Bool {
         if isAllTokens { return type.fields.values.contains { $0.indexes.contains(.searchable) } }
@@ -187,6 +185,7 @@ extension QueryFilter.Target {
         switch self {
         case .field(let name): return name
         case .system(let field): return field.rawValue
+        case .searchableFields: return "___all"
         }
     }
 }
@@ -202,22 +201,12 @@ extension QueryFilter.SystemField {
     }
 }
 
-extension QueryFilter.Comparator {
-    var isTokenSearch: Bool { self == .containsAllTokens || self == .containsAnyTokens }
-}
-
 extension RecordTypeSchema {
     /// Adds what `requirements` need (in development, on first use). Searching all tokens
     /// makes every text field SEARCHABLE.
     public mutating func addIndexes(for requirements: [IndexRequirement]) {
         for requirement in requirements {
-            if requirement.isAllTokens {
-                for (name, field) in fields where (field.type.elementType ?? field.type) == .string {
-                    fields[name]?.indexes.insert(.searchable)
-                }
-            } else {
-                addIndexes([requirement.kind], on: requirement.target)
-            }
+            addIndexes([requirement.kind], on: requirement.target)
         }
     }
 }
