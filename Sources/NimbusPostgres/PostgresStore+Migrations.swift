@@ -63,6 +63,7 @@ extension PostgresStore {
         Migration(version: 1, statements: recordsSchema + accountsSchema),
         Migration(version: 2, statements: notificationsSchema),
         Migration(version: 3, statements: discoverabilitySchema),
+        Migration(version: 4, statements: querySchema),
     ]
 
     /// Users opt in to discovery per container (CloudKit's user discoverability); discovery
@@ -70,6 +71,58 @@ extension PostgresStore {
     private static let discoverabilitySchema = [
         "ALTER TABLE user_identities ADD COLUMN discoverable boolean NOT NULL DEFAULT false",
         #"CREATE INDEX users_by_email ON users ((lower(email COLLATE "C")))"#,
+    ]
+
+    /// The schemas of container environments and the query index entries (see
+    /// ``IndexLayout``). A value-index key is `(kind, num, txt)`: kind 0 a number (exact, as
+    /// `numeric`), 1 a text, 2 the missing key, so keys order as ``IndexValue`` orders them;
+    /// text columns use the "C" collation (byte order, as SQLite). Both index tables are
+    /// ordered as scans read them; `zone` leads no key, so deleting a zone's entries scans the
+    /// database's entries.
+    private static let querySchema = [
+        """
+        CREATE TABLE schemas (
+            container text COLLATE "C" NOT NULL,
+            environment text COLLATE "C" NOT NULL,
+            version bigint NOT NULL,
+            document text NOT NULL,
+            PRIMARY KEY (container, environment)
+        )
+        """,
+        """
+        CREATE TABLE schema_indexes (
+            container text COLLATE "C" NOT NULL,
+            environment text COLLATE "C" NOT NULL,
+            type text COLLATE "C" NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            field text COLLATE "C" NOT NULL,
+            PRIMARY KEY (container, environment, type, kind, field)
+        )
+        """,
+        """
+        CREATE TABLE record_values (
+            db bigint NOT NULL,
+            type text COLLATE "C" NOT NULL,
+            field text COLLATE "C" NOT NULL,
+            kind smallint NOT NULL,
+            num numeric NOT NULL,
+            txt text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            zone text COLLATE "C" NOT NULL,
+            PRIMARY KEY (db, type, field, kind, num, txt, name, zone)
+        )
+        """,
+        """
+        CREATE TABLE record_tokens (
+            db bigint NOT NULL,
+            type text COLLATE "C" NOT NULL,
+            token text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            zone text COLLATE "C" NOT NULL,
+            field text COLLATE "C" NOT NULL,
+            PRIMARY KEY (db, type, token, name, zone, field)
+        )
+        """,
     ]
 
     /// Databases, zones, records and the `DELETE_SELF` index. Key columns use the "C"

@@ -4,7 +4,8 @@ import PostgresNIO
 
 extension PostgresStore: RecordStore {
     /// Applies a modify in one transaction: lock the database and allocate its version, read
-    /// the rows, plan with ``ModifyPlanner``, write in batches, create notifications.
+    /// the rows, plan with ``ModifyPlanner``, write in batches (records, then their index
+    /// entries), create notifications.
     ///
     /// The rows are read only after the database's row lock is taken (see
     /// ``lockDatabase(_:_:bump:)``), so a locked save's `recordChangeTag` check sees the
@@ -36,6 +37,7 @@ extension PostgresStore: RecordStore {
             let subscriptions = try await write(
                 transaction, database: dbID, zone: zone, changes: plan.changes, version: plan.lastVersion,
                 recordTypes: event.recordTypes)
+            try await updateIndexEntries(transaction, key: database, database: dbID, zone: zone, changes: plan.changes)
             let notifications = try await createNotifications(
                 transaction, database: database, databaseID: dbID, event: event, subscriptions: subscriptions,
                 caller: caller, now: policy.now)

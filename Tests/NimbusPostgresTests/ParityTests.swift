@@ -12,18 +12,7 @@ extension PostgresTests {
     @Suite("Parity with SQLite")
     struct ParityTests {
         @Test func theMainOperationsAnswerAsSQLiteDoes() async throws {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-parity-\(UUID())")
-            let sqlite = try SQLiteStore(directory: directory.path)
-            let expected = try await ParityScript.run(on: sqlite)
-            try await sqlite.shutdown()
-            try? FileManager.default.removeItem(at: directory)
-
-            let actual = try await TestPostgres.withNodes { stores in try await ParityScript.run(on: stores[0]) }
-            if ProcessInfo.processInfo.environment["NIMBUS_PARITY_DUMP"] != nil { print(actual.joined(separator: "\n")) }
-            #expect(actual.count == expected.count)
-            for (index, (got, want)) in zip(actual, expected).enumerated() where got != want {
-                Issue.record("step \(index) differs:\n  postgres: \(got)\n  sqlite:   \(want)")
-            }
+            try await Parity.expectSameAnswers { try await ParityScript.run(on: $0) }
         }
     }
 }

@@ -52,69 +52,37 @@ extension IndexValue {
 }
 
 extension SQLiteStore {
-    struct ValueEntry: Hashable {
-        var type: String
-        var field: String
-        var value: IndexValue
-    }
-
-    struct TokenEntry: Hashable {
-        var type: String
-        var field: String
-        var token: String
-    }
-
-    /// The entries of a record (none for a tombstone or a type without indexes).
-    static func indexEntries(_ db: Database, record: StoredRecord?, layouts: inout IndexLayoutCache) throws
-        -> (values: Set<ValueEntry>, tokens: Set<TokenEntry>)
-    {
-        guard let record, !record.deleted, let layout = try layouts.layout(db, type: record.recordType) else {
-            return ([], [])
-        }
-        let entries = try IndexEntries.entries(of: record, layout: layout)
-        return (
-            Set(entries.values.map { ValueEntry(type: record.recordType, field: $0.index, value: $0.value) }),
-            Set(entries.tokens.map { TokenEntry(type: record.recordType, field: $0.field, token: $0.token) })
-        )
-    }
-
-    /// Replaces a written record's index entries: removes those only `before` had, adds
-    /// those only `after` has.
+    /// Replaces the index entries of the written records (see ``IndexEntries/changes(_:zone:layout:)``).
     static func updateIndexEntries(
-        _ db: Database, database: Int64, zone: String, before: StoredRecord?, after: StoredRecord,
+        _ db: Database, database: Int64, zone: String, changes: [(before: StoredRecord?, after: StoredRecord)],
         layouts: inout IndexLayoutCache
     ) throws {
-        let old = try indexEntries(db, record: before, layouts: &layouts)
-        let new = try indexEntries(db, record: after, layouts: &layouts)
-        let name = after.recordName
-        for entry in old.values.subtracting(new.values) {
+        let entries = try IndexEntries.changes(changes, zone: zone) { try layouts.layout(db, type: $0) }
+        for entry in entries.removedValues {
             try db.cachedStatement(
                 sql: "DELETE FROM record_values WHERE db = ? AND type = ? AND field = ? AND value = ? AND name = ? AND zone = ?"
-            ).execute(arguments: [database, entry.type, entry.field, entry.value.databaseValue, name, zone])
+            ).execute(arguments: [database, entry.type, entry.index, entry.value.databaseValue, entry.recordName, entry.zone])
         }
-        for entry in old.tokens.subtracting(new.tokens) {
+        for entry in entries.removedTokens {
             try db.cachedStatement(
                 sql: "DELETE FROM record_tokens WHERE db = ? AND type = ? AND token = ? AND name = ? AND zone = ? AND field = ?"
-            ).execute(arguments: [database, entry.type, entry.token, name, zone, entry.field])
+            ).execute(arguments: [database, entry.type, entry.token, entry.recordName, entry.zone, entry.field])
         }
-        try insertIndexEntries(
-            db, database: database, zone: zone, name: name, values: new.values.subtracting(old.values),
-            tokens: new.tokens.subtracting(old.tokens))
+        try insertIndexEntries(db, database: database, values: entries.addedValues, tokens: entries.addedTokens)
     }
 
     static func insertIndexEntries(
-        _ db: Database, database: Int64, zone: String, name: String, values: some Collection<ValueEntry>,
-        tokens: some Collection<TokenEntry>
+        _ db: Database, database: Int64, values: some Collection<ValueIndexEntry>, tokens: some Collection<TokenIndexEntry>
     ) throws {
         for entry in values {
             try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO record_values (db, type, field, value, name, zone) VALUES (?, ?, ?, ?, ?, ?)"
-            ).execute(arguments: [database, entry.type, entry.field, entry.value.databaseValue, name, zone])
+            ).execute(arguments: [database, entry.type, entry.index, entry.value.databaseValue, entry.recordName, entry.zone])
         }
         for entry in tokens {
             try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO record_tokens (db, type, token, name, zone, field) VALUES (?, ?, ?, ?, ?, ?)"
-            ).execute(arguments: [database, entry.type, entry.token, name, zone, entry.field])
+            ).execute(arguments: [database, entry.type, entry.token, entry.recordName, entry.zone, entry.field])
         }
     }
 

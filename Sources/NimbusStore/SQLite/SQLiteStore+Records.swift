@@ -24,13 +24,12 @@ extension SQLiteStore: RecordStore {
             }
             guard !plan.writes.isEmpty else { return ModifyOutcome(results: plan.results, commit: nil) }
 
-            var layouts = IndexLayoutCache(database: database)
             for (before, after) in plan.changes {
                 try Self.write(db, database: dbID, zone: zone, record: after)
                 try Self.updateReferences(db, database: dbID, zone: zone, before: before, after: after)
-                try Self.updateIndexEntries(
-                    db, database: dbID, zone: zone, before: before, after: after, layouts: &layouts)
             }
+            var layouts = IndexLayoutCache(database: database)
+            try Self.updateIndexEntries(db, database: dbID, zone: zone, changes: plan.changes, layouts: &layouts)
             try db.execute(
                 sql: "UPDATE zones SET change_version = ? WHERE db = ? AND name = ?",
                 arguments: [plan.lastVersion, dbID, zone])

@@ -33,10 +33,8 @@ extension SQLiteStore: SchemaStore {
                     db, sql: "SELECT version FROM schemas WHERE container = ? AND environment = ?",
                     arguments: [container, environment.rawValue]) ?? 0
             guard current == expectedVersion else {
-                throw CloudKitError(
-                    .conflict,
-                    "the \(environment.rawValue) schema of \(container) changed meanwhile (version \(current), "
-                        + "expected \(expectedVersion)); read it again")
+                throw SchemaRules.versionConflict(
+                    container: container, environment: environment, current: current, expected: expectedVersion)
             }
             let version = current + 1
             try db.execute(
@@ -113,11 +111,8 @@ extension SQLiteStore: SchemaStore {
             pending.append((row[12], storedRecord(row)))
         }
         for (zone, record) in pending {
-            let entries = try IndexEntries.entries(of: record, layout: layout)
-            try insertIndexEntries(
-                db, database: database, zone: zone, name: record.recordName,
-                values: entries.values.map { ValueEntry(type: type, field: $0.index, value: $0.value) },
-                tokens: entries.tokens.map { TokenEntry(type: type, field: $0.field, token: $0.token) })
+            let entries = try IndexEntries.rows(of: record, zone: zone, layout: layout)
+            try insertIndexEntries(db, database: database, values: entries.values, tokens: entries.tokens)
         }
     }
 }

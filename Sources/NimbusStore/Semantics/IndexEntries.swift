@@ -170,3 +170,83 @@ public enum IndexEntries {
         return (values, tokens)
     }
 }
+
+/// One value-index entry: the row an engine keeps.
+public struct ValueIndexEntry: Sendable, Hashable {
+    public var type: String
+    /// The index name (``IndexLayout/indexName(of:)``).
+    public var index: String
+    public var value: IndexValue
+    public var recordName: String
+    public var zone: String
+}
+
+/// One token-index entry.
+public struct TokenIndexEntry: Sendable, Hashable {
+    public var type: String
+    public var field: String
+    public var token: String
+    public var recordName: String
+    public var zone: String
+}
+
+/// The entries a write removes and adds, for an engine to apply in the write's transaction.
+public struct IndexEntryChanges: Sendable {
+    public var removedValues: [ValueIndexEntry] = []
+    public var addedValues: [ValueIndexEntry] = []
+    public var removedTokens: [TokenIndexEntry] = []
+    public var addedTokens: [TokenIndexEntry] = []
+
+    public init() {}
+
+    public var isEmpty: Bool {
+        removedValues.isEmpty && addedValues.isEmpty && removedTokens.isEmpty && addedTokens.isEmpty
+    }
+}
+
+extension IndexEntries {
+    /// Every entry of a record of zone `zone` for `layout` (none for a tombstone).
+    public static func rows(of record: StoredRecord, zone: String, layout: IndexLayout.RecordType?) throws(CloudKitError)
+        -> (values: Set<ValueIndexEntry>, tokens: Set<TokenIndexEntry>)
+    {
+        guard let layout, !record.deleted else { return ([], []) }
+        let entries = try Self.entries(of: record, layout: layout)
+        let name = record.recordName
+        return (
+            Set(entries.values.map { ValueIndexEntry(type: record.recordType, index: $0.index, value: $0.value, recordName: name, zone: zone) }),
+            Set(entries.tokens.map { TokenIndexEntry(type: record.recordType, field: $0.field, token: $0.token, recordName: name, zone: zone) })
+        )
+    }
+
+    /// What writing `changes` to zone `zone` does to the index entries: the entries only the
+    /// old row had are removed, those only the new row has are added. A record changed more
+    /// than once (a cascade deleting a record the request also saved) counts from its first
+    /// old row to its last new row.
+    /// - Parameter layout: the index layout of a record type (`nil` for a type without indexes).
+    public static func changes(
+        _ changes: [(before: StoredRecord?, after: StoredRecord)], zone: String,
+        layout: (String) throws -> IndexLayout.RecordType?
+    ) throws -> IndexEntryChanges {
+        var order: [String] = []
+        var net: [String: (before: StoredRecord?, after: StoredRecord)] = [:]
+        for (before, after) in changes {
+            if let first = net[after.recordName] {
+                net[after.recordName] = (first.before, after)
+            } else {
+                order.append(after.recordName)
+                net[after.recordName] = (before, after)
+            }
+        }
+        var result = IndexEntryChanges()
+        for (before, after) in order.map({ net[$0]! }) {
+            let none: (values: Set<ValueIndexEntry>, tokens: Set<TokenIndexEntry>) = ([], [])
+            let old = try before.map { try rows(of: $0, zone: zone, layout: try layout($0.recordType)) } ?? none
+            let new = try rows(of: after, zone: zone, layout: try layout(after.recordType))
+            result.removedValues += old.values.subtracting(new.values)
+            result.addedValues += new.values.subtracting(old.values)
+            result.removedTokens += old.tokens.subtracting(new.tokens)
+            result.addedTokens += new.tokens.subtracting(old.tokens)
+        }
+        return result
+    }
+}

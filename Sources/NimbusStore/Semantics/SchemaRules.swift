@@ -87,6 +87,17 @@ public enum SchemaRules {
         }
     }
 
+    /// The CONFLICT an engine's ``SchemaStore/updateSchema(_:container:environment:expectedVersion:)``
+    /// throws when the schema's version is not the one the caller read.
+    public static func versionConflict(
+        container: String, environment: ContainerEnvironment, current: Int64, expected: Int64
+    ) -> CloudKitError {
+        CloudKitError(
+            .conflict,
+            "the \(environment.rawValue) schema of \(container) changed meanwhile (version \(current), "
+                + "expected \(expected)); read it again")
+    }
+
     /// A list `value` with each member converted to `element` by `convert`; `nil` when `value`
     /// is not a list or a member does not convert.
     static func coerceMembers(

@@ -90,3 +90,21 @@ enum Requests {
         WritePolicy(creatorOnlyWrites: false, now: now)
     }
 }
+
+/// Runs a script on a fresh SQLiteStore and on PostgreSQL, and records every line that differs.
+enum Parity {
+    static func expectSameAnswers(_ script: @Sendable (any NimbusStorage) async throws -> [String]) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-parity-\(UUID())")
+        let sqlite = try SQLiteStore(directory: directory.path)
+        let expected = try await script(sqlite)
+        try await sqlite.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+
+        let actual = try await TestPostgres.withNodes { stores in try await script(stores[0]) }
+        if ProcessInfo.processInfo.environment["NIMBUS_PARITY_DUMP"] != nil { print(actual.joined(separator: "\n")) }
+        #expect(actual.count == expected.count)
+        for (index, (got, want)) in zip(actual, expected).enumerated() where got != want {
+            Issue.record("step \(index) differs:\n  postgres: \(got)\n  sqlite:   \(want)")
+        }
+    }
+}
