@@ -10,7 +10,7 @@ import NimbusStore
 /// and updated like any record, by its user only in the public database (creator-only
 /// writes); nobody else can claim its name first, and it can't be deleted or change type.
 extension CloudKitAPI {
-    static let userRecordType = "Users"
+    static let userRecordType = SchemaRules.userRecordType
 
     /// The user whose user record `name` is in the call's database, if it names one: in the
     /// public database any user of the container, in a private database only its owner.

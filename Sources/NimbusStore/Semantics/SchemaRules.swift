@@ -10,7 +10,11 @@ import NimbusProtocol
 ///   DOUBLE or TIMESTAMP field, as clients that send untyped numbers do), and an empty list
 ///   takes the field's list type.
 /// - Field names beginning with `___` are CloudKit's system fields and cannot be saved.
+/// - The user record type (`Users`) is in every schema, as in CloudKit.
 public enum SchemaRules {
+    /// The record type of user records, which every schema has.
+    public static let userRecordType = "Users"
+
     /// Checks the records an operation batch saves against `schema`, coercing compatible
     /// values to the schema's types in place.
     ///
@@ -29,6 +33,10 @@ public enum SchemaRules {
                     .badRequest, "record type name '\(record.recordType)' is reserved", recordName: record.recordName)
             }
             var type = extended.recordTypes[record.recordType]
+            if type == nil, record.recordType == userRecordType, environment == .production {
+                // Every schema has the user record type; its fields still need a deploy.
+                type = RecordTypeSchema()
+            }
             if type == nil {
                 guard environment == .development else {
                     throw CloudKitError(
