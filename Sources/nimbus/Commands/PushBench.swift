@@ -5,7 +5,9 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NimbusPostgres
 import NimbusProtocol
+import NimbusServer
 import NimbusStore
 import WSClient
 
@@ -38,11 +40,20 @@ struct PushBenchCommand: AsyncParsableCommand {
     var runs = "latency,idle"
     @Flag(name: .long, help: "Print the results as JSON.")
     var printJSON = false
+    @Option(name: .long, help: "Run the latency runs on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
+    var postgres: String?
+    @Option(
+        name: .long,
+        help: "With --postgres: server nodes. With 2, devices connect to node 1 and saves go through node 2, so every push crosses nodes.")
+    var nodes = 1
 
     static func list(_ text: String) -> [Int] { text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
     func validate() throws {
         guard rate >= 1, duration >= 1 else { throw ValidationError("--rate and --duration must be positive") }
+        guard nodes >= 1, nodes == 1 || postgres != nil else {
+            throw ValidationError("--nodes above 1 needs --postgres (SQLite serves one node)")
+        }
         for mode in fanout.split(separator: ",") where mode != "user" && mode != "users" {
             throw ValidationError("--fanout takes user and/or users")
         }
@@ -58,7 +69,10 @@ struct PushBenchCommand: AsyncParsableCommand {
         if runs.contains("latency") {
             for mode in fanout.split(separator: ",").map(String.init) {
                 for count in Self.list(devices) {
-                    let result = try await PushLatencyRun(devices: count, allOneUser: mode == "user", rate: rate, seconds: duration).run()
+                    let result = try await PushLatencyRun(
+                        devices: count, allOneUser: mode == "user", rate: rate, seconds: duration,
+                        setup: ServerProcess.Setup(postgres: postgres, nodes: nodes)
+                    ).run()
                     latency.append(result)
                     if !printJSON { print(result.line) }
                 }
@@ -85,30 +99,91 @@ struct PushBenchCommand: AsyncParsableCommand {
 
 // MARK: - Server process
 
-/// `nimbus serve` as a child process on a fresh data directory, with a container and users
-/// provisioned through its store.
+/// `nimbus serve` as child processes — one on a fresh SQLite data directory, or several
+/// nodes on a fresh PostgreSQL schema — with a container and users provisioned through the
+/// storage. Devices connect to the first node; saves go through the last, so with two nodes
+/// every push crosses nodes (PostgreSQL LISTEN/NOTIFY).
 final class ServerProcess: Sendable {
-    let process: Process
-    let directory: String
+    let processes: [Process]
+    let storage: StorageLocation
+    /// Where devices connect (the first node).
     let baseURL: String
+    /// Where saves go (the last node).
+    let writeBaseURL: String
     let container = "iCloud.com.example.bench"
     let apiToken: String
-    let store: SQLiteStore
+    let store: any NimbusStorage
 
-    private init(process: Process, directory: String, baseURL: String, apiToken: String, store: SQLiteStore) {
-        self.process = process
-        self.directory = directory
-        self.baseURL = baseURL
+    private init(
+        processes: [Process], storage: StorageLocation, baseURLs: [String], apiToken: String, store: any NimbusStorage
+    ) {
+        self.processes = processes
+        self.storage = storage
+        self.baseURL = baseURLs[0]
+        self.writeBaseURL = baseURLs[baseURLs.count - 1]
         self.apiToken = apiToken
         self.store = store
     }
 
-    static func start() async throws -> ServerProcess {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-pushbench-\(UUID().uuidString.prefix(8))").path
+    /// Where a bench server keeps its data: SQLite, or `nodes` nodes on PostgreSQL.
+    struct Setup: Sendable {
+        var postgres: String?
+        var nodes = 1
+
+        var label: String { postgres == nil ? "sqlite" : "postgres, \(nodes) node\(nodes == 1 ? "" : "s")" }
+    }
+
+    /// Starts the server, runs `body`, stops it and removes its data, also when `body` throws.
+    static func with<T>(_ setup: Setup, _ body: (ServerProcess) async throws -> T) async throws -> T {
+        let server = try await start(setup)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    private static func start(_ setup: Setup) async throws -> ServerProcess {
+        let id = String(UUID().uuidString.prefix(8)).lowercased()
+        let storage: StorageLocation
+        let storageArguments: [String]
+        if let postgres = setup.postgres {
+            storage = .postgres(url: postgres, schema: "nimbus_pushbench_\(id)")
+            storageArguments = ["--postgres", postgres, "--postgres-schema", "nimbus_pushbench_\(id)"]
+        } else {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-pushbench-\(id)").path
+            storage = .sqlite(directory: directory)
+            storageArguments = ["--data", directory]
+        }
+        var processes: [Process] = []
+        var baseURLs: [String] = []
+        do {
+            for _ in 0..<max(1, setup.postgres == nil ? 1 : setup.nodes) {
+                let (process, baseURL) = try await launch(storageArguments)
+                processes.append(process)
+                baseURLs.append(baseURL)
+            }
+            var logger = Logger(label: "nimbus-bench")
+            logger.logLevel = .error
+            let store = try await storage.open(logger: logger)
+            let token = try await store.createContainer("iCloud.com.example.bench")
+            return ServerProcess(
+                processes: processes, storage: storage, baseURLs: baseURLs, apiToken: token.token, store: store)
+        } catch {
+            for process in processes { process.interrupt(); process.waitUntilExit() }
+            throw error
+        }
+    }
+
+    /// Starts one `nimbus serve` and waits for the URL it prints.
+    private static func launch(_ storageArguments: [String]) async throws -> (Process, String) {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--port", "0", "--data", directory, "--log-level", "error"]
+        process.arguments = ["serve", "--port", "0", "--log-level", "error"] + storageArguments
         if let output = ProcessInfo.processInfo.environment["BENCH_HEAPTRACK"] {
             process.arguments = ["-o", output, executable] + (process.arguments ?? [])
             process.executableURL = URL(fileURLWithPath: "/usr/bin/heaptrack")
@@ -121,7 +196,7 @@ final class ServerProcess: Sendable {
         let output = Pipe()
         process.standardOutput = output
         try process.run()
-        // "Nimbus is listening on http://127.0.0.1:PORT (data: …)"
+        // "Nimbus is listening on http://127.0.0.1:PORT (…)"
         let baseURL: String = try await withCheckedThrowingContinuation { continuation in
             Thread {
                 var text = ""
@@ -139,9 +214,7 @@ final class ServerProcess: Sendable {
                 }
             }.start()
         }
-        let store = try SQLiteStore(directory: directory)
-        let token = try await store.createContainer("iCloud.com.example.bench")
-        return ServerProcess(process: process, directory: directory, baseURL: baseURL, apiToken: token.token, store: store)
+        return (process, baseURL)
     }
 
     /// A new user's web auth token and record name.
@@ -152,21 +225,30 @@ final class ServerProcess: Sendable {
 
     /// Resident memory of the server process, in bytes.
     var residentBytes: Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+        guard let status = try? String(contentsOfFile: "/proc/\(processes[0].processIdentifier)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
         else { return 0 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
     }
 
-    func stop() {
-        try? store.close()
-        process.interrupt()
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: directory)
+    func stop() async {
+        try? await store.shutdown()
+        for process in processes {
+            process.interrupt()
+            process.waitUntilExit()
+        }
+        switch storage {
+        case .sqlite(let directory):
+            try? FileManager.default.removeItem(atPath: directory)
+        case .postgres(let url, let schema):
+            var logger = Logger(label: "nimbus-bench")
+            logger.logLevel = .error
+            try? await PostgresStore.dropSchema(schema, url: url, logger: logger)
+        }
     }
 
     func url(_ operation: String, webAuthToken: String) -> String {
-        "\(baseURL)/database/1/\(container)/development/private/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)"
+        "\(writeBaseURL)/database/1/\(container)/development/private/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)"
     }
 
     func pushURL(webAuthToken: String, device: String) -> String {
@@ -264,6 +346,8 @@ struct PushLatencyResult: Sendable {
     var afterAnswer: [Double]
     /// Milliseconds from sending the modify request to the push frame.
     var afterRequest: [Double]
+    /// `sqlite`, or `postgres, N nodes`.
+    var storage: String
 
     func percentile(_ values: [Double], _ p: Double) -> Double {
         guard !values.isEmpty else { return .nan }
@@ -279,15 +363,15 @@ struct PushLatencyResult: Sendable {
     var line: String {
         let answer = afterAnswer.map { max(0, $0) }
         return String(
-            format: "push latency, %5d devices (%@), %d saves/s: answer→push p50 %.2f ms  p99 %.2f ms  max %.2f ms (%.0f%% before the answer) | request→push p50 %.2f ms  p99 %.2f ms | %d pushes, %d missing",
-            devices, mode, rate, percentile(answer, 0.5), percentile(answer, 0.99), answer.max() ?? .nan,
+            format: "push latency [%@], %5d devices (%@), %d saves/s: answer→push p50 %.2f ms  p99 %.2f ms  max %.2f ms (%.0f%% before the answer) | request→push p50 %.2f ms  p99 %.2f ms | %d pushes, %d missing",
+            storage, devices, mode, rate, percentile(answer, 0.5), percentile(answer, 0.99), answer.max() ?? .nan,
             pushedFirst * 100, percentile(afterRequest, 0.5), percentile(afterRequest, 0.99), pushes, missing)
     }
 
     var json: JSON {
         let answer = afterAnswer.map { max(0, $0) }
         return [
-            "devices": .int(devices), "fanout": .string(allOneUser ? "user" : "users"), "savesPerSecond": .int(rate),
+            "storage": .string(storage), "devices": .int(devices), "fanout": .string(allOneUser ? "user" : "users"), "savesPerSecond": .int(rate),
             "saves": .int(saves), "pushes": .int(pushes), "missing": .int(missing),
             "answerToPushP50Ms": .double(percentile(answer, 0.5)), "answerToPushP99Ms": .double(percentile(answer, 0.99)),
             "answerToPushMaxMs": .double(answer.max() ?? 0), "pushedBeforeAnswer": .double(pushedFirst),
@@ -305,10 +389,13 @@ struct PushLatencyRun {
     var allOneUser: Bool
     var rate: Int
     var seconds: Int
+    var setup: ServerProcess.Setup
 
     func run() async throws -> PushLatencyResult {
-        let server = try await ServerProcess.start()
-        defer { server.stop() }
+        try await ServerProcess.with(setup) { try await run(on: $0) }
+    }
+
+    private func run(on server: ServerProcess) async throws -> PushLatencyResult {
         let http = HTTPClient.shared
         let fleet = DeviceFleet()
 
@@ -380,7 +467,7 @@ struct PushLatencyRun {
         }
         return PushLatencyResult(
             devices: devices, allOneUser: allOneUser, saves: saves, rate: rate, pushes: pushes,
-            missing: expected - pushes, afterAnswer: afterAnswer, afterRequest: afterRequest)
+            missing: expected - pushes, afterAnswer: afterAnswer, afterRequest: afterRequest, storage: setup.label)
     }
 
     func save(_ server: ServerProcess, _ http: HTTPClient, user: (token: String, recordName: String), seq: Int) async throws {
@@ -427,8 +514,10 @@ struct IdleMemoryRun {
     var connections: Int
 
     func run() async throws -> IdleMemoryResult {
-        let server = try await ServerProcess.start()
-        defer { server.stop() }
+        try await ServerProcess.with(ServerProcess.Setup()) { try await run(on: $0) }
+    }
+
+    private func run(on server: ServerProcess) async throws -> IdleMemoryResult {
         var users: [String] = []
         for index in 0..<min(100, connections) { users.append(try await server.user("idle\(index)").token) }
         // Warm the server: a connection opened and closed, so the baseline holds the code paths.
