@@ -83,13 +83,24 @@ extension RecordStore {
 
 /// Rules the HTTP layer decides and the store enforces inside the transaction.
 public struct WritePolicy: Sendable, Hashable {
-    /// Only a record's creator (or an admin) may change or delete it: the public database.
+    /// Only a record's creator (or an admin) may change or delete it. Ignored when
+    /// ``publicAccess`` is set.
     public var creatorOnlyWrites: Bool
+    /// The public database's per-record-type permissions, from the schema: who may create
+    /// records of a type, and change or delete them (the record's type decides).
+    public var publicAccess: PublicAccess?
     /// The current time in milliseconds since the epoch.
     public var now: Int64
 
     public init(creatorOnlyWrites: Bool, now: Int64) {
         self.creatorOnlyWrites = creatorOnlyWrites
+        self.now = now
+    }
+
+    /// The policy of the public database: its schema's grants decide.
+    public init(publicAccess: PublicAccess, now: Int64) {
+        self.creatorOnlyWrites = true
+        self.publicAccess = publicAccess
         self.now = now
     }
 }

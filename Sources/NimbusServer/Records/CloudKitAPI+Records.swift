@@ -77,7 +77,7 @@ extension CloudKitAPI {
 
         // CloudKit applies atomic only in custom zones; the default zone is never atomic.
         let atomic = (try call.body.optionalBool("atomic") ?? false) && !zoneID.isDefault
-        let policy = WritePolicy(creatorOnlyWrites: call.identity.scope == .public, now: Self.now())
+        let policy = try await writePolicy(call)
         let outcome = try await store.modifyRecords(
             operations, zone: zoneID.zoneName, atomic: atomic, policy: policy, caller: caller, in: call.database)
         if let commit = outcome.commit { await onCommit(commit) }
@@ -122,9 +122,14 @@ extension CloudKitAPI {
                 found[index] = try await ensureUserRecord(of: user, call)
             }
         }
+        let access = try await publicAccess(call)
         var records: [JSON] = []
         for (index, stored) in found.enumerated() {
-            if let stored {
+            if let stored, let access, !mayRead(stored, access, call) {
+                records.append(
+                    call.errorJSON(
+                        access.denial(.read, stored.recordType, recordName: names[index], accessor: call.identity.accessor)))
+            } else if let stored {
                 records.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keys[index]))
             } else {
                 records.append(
@@ -169,9 +174,11 @@ extension CloudKitAPI {
             zone: zoneID.zoneName, since: try reader.optionalString("syncToken"), limit: try call.resultsLimit(in: reader),
             in: call.database)
         let keys = try call.desiredKeys(in: reader)
+        let access = try await publicAccess(call)
+        let readable = access == nil ? page.records : page.records.filter { mayRead($0, access, call) }
         return .object([
             "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
-            "records": try call.recordsJSON(page.records, zoneName: zoneID.zoneName, desiredKeys: keys),
+            "records": try call.recordsJSON(readable, zoneName: zoneID.zoneName, desiredKeys: keys),
             "syncToken": .string(page.syncToken),
             "moreComing": .bool(page.moreComing),
         ])

@@ -12,6 +12,7 @@ extension CloudKitAPI {
                 .limitExceeded,
                 "\(readers.count) operations in one request; the limit is \(ProtocolLimits.maxOperations): split the batch")
         }
+        let access = try await publicAccess(call)
         var operations: [SubscriptionOperation] = []
         for reader in readers {
             let typeName = try reader.required("operationType").string()
@@ -19,7 +20,7 @@ extension CloudKitAPI {
             switch typeName {
             case "create", "update", "forceUpdate", "replace", "forceReplace":
                 let subscription = try SubscriptionDefinition(wire: subscriptionReader)
-                try check(subscription, reader: subscriptionReader, call)
+                try check(subscription, reader: subscriptionReader, access: access, call)
                 operations.append(.save(subscription))
             case "delete", "forceDelete":
                 operations.append(.delete(subscriptionID: try subscriptionReader.required("subscriptionID").string()))
@@ -85,11 +86,17 @@ extension CloudKitAPI {
     }
 
     /// The rules CloudKit applies to where each kind of subscription may live.
-    private func check(_ subscription: SubscriptionDefinition, reader: WireReader, _ call: APICall) throws(CloudKitError) {
+    private func check(
+        _ subscription: SubscriptionDefinition, reader: WireReader, access: PublicAccess?, _ call: APICall
+    ) throws(CloudKitError) {
         if let zoneReader = try reader.optional("zoneID") { try call.identity.checkOwner(of: try ZoneID(wire: zoneReader)) }
         switch subscription.kind {
-        case .query:
-            break
+        case .query(let query, _, _, _):
+            // A query subscription tells about every matching record: it needs READ on the
+            // type for all of its records, not only the caller's own.
+            if let access, !access.allows(.read, query.recordType, creator: nil, accessor: call.identity.accessor) {
+                throw access.denial(.read, query.recordType, accessor: call.identity.accessor)
+            }
         case .zone(let zoneName, _):
             guard call.identity.scope != .public else {
                 throw .badRequest(

@@ -107,7 +107,9 @@ public struct ModifyPlanner: Sendable {
         let name = record.recordName
         let existing = rows[name].flatMap { $0.deleted ? nil : $0 }
 
-        if policy.creatorOnlyWrites, let existing, !caller.isAdmin,
+        if let access = policy.publicAccess {
+            try checkAccess(operation, existing: existing, access)
+        } else if policy.creatorOnlyWrites, let existing, !caller.isAdmin,
             existing.created.userRecordName != caller.userRecordName
         {
             throw CloudKitError(
@@ -170,6 +172,23 @@ public struct ModifyPlanner: Sendable {
             createdVersion: existing?.createdVersion ?? rows[name]?.createdVersion ?? version, deleted: false)
         stage(before: existing, after: saved)
         return .saved(saved)
+    }
+
+    /// The public database's grants: WRITE on the existing record's type (as its creator or
+    /// not), CREATE on a new record's type. A delete of a missing record is NOT_FOUND later.
+    private func checkAccess(
+        _ operation: RecordOperation, existing: StoredRecord?, _ access: PublicAccess
+    ) throws(CloudKitError) {
+        let accessor: PublicAccess.Accessor = caller.isAdmin ? .admin : .user(caller.userRecordName)
+        let name = operation.record.recordName
+        if let existing {
+            guard access.allows(.write, existing.recordType, creator: existing.created.userRecordName, accessor: accessor)
+            else { throw access.denial(.write, existing.recordType, recordName: name, accessor: accessor) }
+        } else if !operation.type.isDelete, !operation.record.recordType.isEmpty {
+            guard access.allows(.create, operation.record.recordType, creator: nil, accessor: accessor) else {
+                throw access.denial(.create, operation.record.recordType, recordName: name, accessor: accessor)
+            }
+        }
     }
 
     private func checkTag(_ record: Record, against existing: StoredRecord) throws(CloudKitError) {
