@@ -40,7 +40,10 @@ struct PushBenchCommand: AsyncParsableCommand {
     var runs = "latency,idle"
     @Flag(name: .long, help: "Print the results as JSON.")
     var printJSON = false
-    @Option(name: .long, help: "Run the latency runs on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
+    // `--postgres` belongs to `nimbus bench` (a parent's option wins the parse).
+    @Option(
+        name: .customLong("postgres-url"),
+        help: "Run the latency runs on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
     var postgres: String?
     @Option(
         name: .long,
@@ -52,7 +55,7 @@ struct PushBenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard rate >= 1, duration >= 1 else { throw ValidationError("--rate and --duration must be positive") }
         guard nodes >= 1, nodes == 1 || postgres != nil else {
-            throw ValidationError("--nodes above 1 needs --postgres (SQLite serves one node)")
+            throw ValidationError("--nodes above 1 needs --postgres-url (SQLite serves one node)")
         }
         for mode in fanout.split(separator: ",") where mode != "user" && mode != "users" {
             throw ValidationError("--fanout takes user and/or users")
