@@ -64,6 +64,19 @@ extension PostgresStore {
         Migration(version: 2, statements: notificationsSchema),
         Migration(version: 3, statements: discoverabilitySchema),
         Migration(version: 4, statements: querySchema),
+        Migration(version: 5, statements: versionIndexOnlyForFeeds),
+    ]
+
+    /// The change-feed index `(db, zone, version)` shares its leading columns with the
+    /// primary key `(db, zone, name)`. On a young table (no statistics yet: a new deployment,
+    /// a zone filling fast) the planner then costs both alike and may read the rows of a
+    /// modify (`name = ANY(…)`) by scanning the whole zone through the version index: each
+    /// write gets slower as the zone grows. Made partial on `version > 0` (every version is),
+    /// the index is used only by queries that say `version > 0` — the feed — and every lookup
+    /// by name takes the primary key whatever the statistics.
+    private static let versionIndexOnlyForFeeds = [
+        "DROP INDEX records_by_version",
+        "CREATE INDEX records_by_version ON records (db, zone, version) WHERE version > 0",
     ]
 
     /// Users opt in to discovery per container (CloudKit's user discoverability); discovery

@@ -104,7 +104,8 @@ enum Statements {
 
     /// `recordChanges`: container, environment, scope, owner, zone, since, limit. Records
     /// created and deleted since the token are of no interest to the reader; with no token,
-    /// no tombstone is.
+    /// no tombstone is. `version > 0` (always true) lets it use the partial feed index
+    /// (schema version 5).
     enum RecordFeed: StatementText {
         static let sql = """
             SELECT d.version, \(PostgresStore.zoneColumnsZ), \(PostgresStore.recordColumnsR)
@@ -112,7 +113,8 @@ enum Statements {
             LEFT JOIN zones z ON z.db = d.id AND z.name = $5
             LEFT JOIN LATERAL (
                 SELECT * FROM records
-                WHERE db = d.id AND zone = $5 AND version > $6 AND NOT (deleted AND created_version > $6)
+                WHERE db = d.id AND zone = $5 AND version > 0 AND version > $6
+                  AND NOT (deleted AND created_version > $6)
                 ORDER BY version LIMIT $7
             ) r ON true
             WHERE d.container = $1 AND d.environment = $2 AND d.scope = $3 AND d.owner = $4
