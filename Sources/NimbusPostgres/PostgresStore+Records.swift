@@ -90,15 +90,15 @@ extension PostgresStore: RecordStore {
             }
             throw FeedRules.zoneNotFound(zone, in: database)
         }
-        var databaseVersion: Int64 = 0
-        var zoneState: ZoneState?
+        // The database and zone columns repeat on every row: read them once.
+        var first = ColumnReader(rows[0])
+        first.skip(12)
+        let databaseVersion: Int64 = try first.next()
+        let zoneState = try first.optionalZone()
         var records: [StoredRecord] = []
         records.reserveCapacity(rows.count)
         for row in rows {
-            var columns = ColumnReader(row)
-            databaseVersion = try columns.next()
-            zoneState = try columns.optionalZone()
-            if let record = try columns.optionalRecord() { records.append(record) }
+            if let record = try row.leadingRecord() { records.append(record) }
         }
         guard let zoneState, !zoneState.deleted else { throw FeedRules.zoneNotFound(zone, in: database) }
         if let position { try FeedRules.checkRecordToken(position, zone: zoneState, in: database) }

@@ -83,6 +83,25 @@ struct ColumnReader {
     }
 }
 
+extension PostgresRow {
+    /// The record in the row's first columns (``PostgresStore/recordColumns``) of an outer
+    /// join, `nil` when the join found none. Decodes the columns in one pass, without the
+    /// per-cell work of ``ColumnReader``: the change feed reads 200 records a page this way.
+    func leadingRecord() throws -> StoredRecord? {
+        let columns = try decode(
+            (String?, String?, String?, Int64?, String?, String?, Int64?, String?, String?, Int64?, Int64?, Bool?).self)
+        guard let name = columns.0 else { return nil }
+        guard let type = columns.1, let fields = columns.2, let createdAt = columns.3, let modifiedAt = columns.6,
+            let version = columns.9, let createdVersion = columns.10, let deleted = columns.11
+        else { throw PostgresStoreError(.corruptRow, "record '\(name)' has NULL in a NOT NULL column") }
+        return StoredRecord(
+            recordName: name, recordType: type, fieldsJSON: fields,
+            created: RecordStamp(timestamp: createdAt, userRecordName: columns.4, deviceID: columns.5),
+            modified: RecordStamp(timestamp: modifiedAt, userRecordName: columns.7, deviceID: columns.8),
+            version: version, createdVersion: createdVersion, deleted: deleted)
+    }
+}
+
 /// A one-dimensional array parameter whose elements may be NULL (`text[]`, `int8[]`, …),
 /// for `unnest` batch writes of nullable columns; PostgresNIO's own arrays have no NULLs.
 struct NullableArray<Element: PostgresArrayEncodable & PostgresNonThrowingEncodable>: PostgresNonThrowingEncodable {

@@ -102,13 +102,14 @@ enum Statements {
         ]
     }
 
-    /// `recordChanges`: container, environment, scope, owner, zone, since, limit. Records
+    /// `recordChanges`: container, environment, scope, owner, zone, since, limit; the record
+    /// columns come first (see `PostgresRow.leadingRecord()`). Records
     /// created and deleted since the token are of no interest to the reader; with no token,
     /// no tombstone is. `version > 0` (always true) lets it use the partial feed index
     /// (schema version 5).
     enum RecordFeed: StatementText {
         static let sql = """
-            SELECT d.version, \(PostgresStore.zoneColumnsZ), \(PostgresStore.recordColumnsR)
+            SELECT \(PostgresStore.recordColumnsR), d.version, \(PostgresStore.zoneColumnsZ)
             FROM databases d
             LEFT JOIN zones z ON z.db = d.id AND z.name = $5
             LEFT JOIN LATERAL (
