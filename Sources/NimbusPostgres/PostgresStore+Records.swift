@@ -56,7 +56,10 @@ extension PostgresStore: RecordStore {
             SELECT z.deleted, \(unescaped: Self.recordColumnsR)
             FROM databases d
             LEFT JOIN zones z ON z.db = d.id AND z.name = \(zone)
-            LEFT JOIN records r ON r.db = d.id AND r.zone = \(zone) AND r.name = ANY(\(names)) AND NOT r.deleted
+            LEFT JOIN LATERAL (
+                SELECT found.* FROM unnest(\(names)::text[]) AS wanted(name), LATERAL (
+                    SELECT * FROM records WHERE db = d.id AND zone = \(zone) AND name = wanted.name OFFSET 0) AS found
+            ) r ON NOT r.deleted
             WHERE \(database: database)
             """)
         guard !rows.isEmpty else {
@@ -129,16 +132,23 @@ extension PostgresStore {
         return (zoneDeleted, records)
     }
 
-    /// The live records that reference any of `parents` with `DELETE_SELF`.
+    /// The live records that reference any of `parents` with `DELETE_SELF` (one index probe
+    /// per name, as in ``Statements/ZoneAndRecords``).
     func deleteSelfChildren(_ transaction: Transaction, database: Int64, zone: String, of parents: [String])
         async throws -> [StoredRecord]
     {
         try await transaction.rows(
             """
             SELECT \(unescaped: Self.recordColumnsR)
-            FROM record_refs f JOIN records r ON r.db = f.db AND r.zone = f.zone AND r.name = f.source
-            WHERE f.db = \(database) AND f.zone = \(zone) AND f.target = ANY(\(parents)) AND NOT r.deleted
-            ORDER BY f.target, f.source
+            FROM unnest(\(parents)::text[]) AS parent(name),
+            LATERAL (
+                SELECT source FROM record_refs WHERE db = \(database) AND zone = \(zone) AND target = parent.name OFFSET 0
+            ) AS f,
+            LATERAL (
+                SELECT * FROM records WHERE db = \(database) AND zone = \(zone) AND name = f.source OFFSET 0
+            ) AS r
+            WHERE NOT r.deleted
+            ORDER BY parent.name, f.source
             """
         ).map { row in
             var columns = ColumnReader(row)

@@ -66,11 +66,19 @@ enum Statements {
     }
 
     /// `zoneAndRecords`: database id, zone, record names.
+    ///
+    /// One primary-key probe per name (`unnest` and a fenced `LATERAL`), whatever the
+    /// statistics: with `name = ANY($3)` the planner, not knowing yet that a young zone holds
+    /// many rows, filters the zone's whole key range instead, and every write of a growing
+    /// zone gets slower.
     enum ZoneAndRecords: StatementText {
         static let sql = """
             SELECT z.deleted, \(PostgresStore.recordColumnsR)
             FROM zones z
-            LEFT JOIN records r ON r.db = z.db AND r.zone = z.name AND r.name = ANY($3)
+            LEFT JOIN LATERAL (
+                SELECT found.* FROM unnest($3::text[]) AS wanted(name), LATERAL (
+                    SELECT * FROM records WHERE db = $1 AND zone = $2 AND name = wanted.name OFFSET 0) AS found
+            ) r ON true
             WHERE z.db = $1 AND z.name = $2
             """
         static let parameterTypes: [PostgresDataType] = [.int8, .text, .textArray]
