@@ -51,13 +51,13 @@ public struct QueryExecutor: Sendable {
         if let streaming = streamingSource(context) {
             let selective = plan.query.sorts.isEmpty ? nil : selectiveSources(context, besides: streaming)
             if let selective, let hits = try await readAll(selective, context, cap: Self.selectiveCandidateLimit) {
-                matches = sortAndPage(hits, context)
+                matches = try sortAndPage(hits, context)
             } else {
                 matches = try await stream(streaming, context)
             }
         } else {
             let sources = selectiveSources(context, besides: nil) ?? [fullSource(context)]
-            matches = sortAndPage(try await readAll(sources, context, cap: nil) ?? [], context)
+            matches = try sortAndPage(try await readAll(sources, context, cap: nil) ?? [], context)
         }
         let page = Array(matches.prefix(limit))
         let next =
@@ -105,7 +105,12 @@ public struct QueryExecutor: Sendable {
             }
         }
         if let tokens = tokenSource(context.filters) { return tokens }
-        if context.filters.isEmpty || context.filters.contains(where: { $0.target == .system(.recordName) }) {
+        // Reading the record-name index in full is the last resort: an IN (a few point reads)
+        // narrows better.
+        let recordNameFilters = context.filters.filter { $0.target == .system(.recordName) }
+        if context.filters.isEmpty
+            || (recordNameFilters.contains { Self.range(of: $0) != nil } && !context.filters.contains { $0.comparator == .in })
+        {
             return .values(index: Self.recordNameIndex, range: range(on: .system(.recordName), context.filters) ?? .all)
         }
         return nil
@@ -286,10 +291,10 @@ public struct QueryExecutor: Sendable {
         var name: String
     }
 
-    func sortAndPage(_ hits: [IndexHit], _ context: Context) -> [Match] {
+    func sortAndPage(_ hits: [IndexHit], _ context: Context) throws -> [Match] {
         var matches: [Match] = []
         for hit in hits {
-            if let match = try? evaluate(hit, context) { matches.append(match) }
+            if let match = try evaluate(hit, context) { matches.append(match) }
         }
         matches.sort { context.order.compare($0.position, $1.position) == .orderedAscending }
         return Array(matches.prefix(context.limit + 1))
