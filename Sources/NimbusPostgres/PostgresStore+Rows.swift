@@ -46,8 +46,13 @@ struct ColumnReader {
 
     /// A record from ``PostgresStore/recordColumns``.
     mutating func record() throws -> StoredRecord {
+        try record(named: try next())
+    }
+
+    /// The rest of a record from ``PostgresStore/recordColumns``, its name read already.
+    mutating func record(named name: String) throws -> StoredRecord {
         StoredRecord(
-            recordName: try next(), recordType: try next(), fieldsJSON: try next(),
+            recordName: name, recordType: try next(), fieldsJSON: try next(),
             created: RecordStamp(timestamp: try next(), userRecordName: try next(), deviceID: try next()),
             modified: RecordStamp(timestamp: try next(), userRecordName: try next(), deviceID: try next()),
             version: try next(), createdVersion: try next(), deleted: try next())
@@ -85,20 +90,12 @@ struct ColumnReader {
 
 extension PostgresRow {
     /// The record in the row's first columns (``PostgresStore/recordColumns``) of an outer
-    /// join, `nil` when the join found none. Decodes the columns in one pass, without the
-    /// per-cell work of ``ColumnReader``: the change feed reads 200 records a page this way.
+    /// join, `nil` when the join found none; the columns after it are not read. The change
+    /// feed reads 200 records a page this way.
     func leadingRecord() throws -> StoredRecord? {
-        let columns = try decode(
-            (String?, String?, String?, Int64?, String?, String?, Int64?, String?, String?, Int64?, Int64?, Bool?).self)
-        guard let name = columns.0 else { return nil }
-        guard let type = columns.1, let fields = columns.2, let createdAt = columns.3, let modifiedAt = columns.6,
-            let version = columns.9, let createdVersion = columns.10, let deleted = columns.11
-        else { throw PostgresStoreError(.corruptRow, "record '\(name)' has NULL in a NOT NULL column") }
-        return StoredRecord(
-            recordName: name, recordType: type, fieldsJSON: fields,
-            created: RecordStamp(timestamp: createdAt, userRecordName: columns.4, deviceID: columns.5),
-            modified: RecordStamp(timestamp: modifiedAt, userRecordName: columns.7, deviceID: columns.8),
-            version: version, createdVersion: createdVersion, deleted: deleted)
+        var columns = ColumnReader(self)
+        guard let name = try columns.next(String?.self) else { return nil }
+        return try columns.record(named: name)
     }
 }
 
