@@ -8,7 +8,9 @@ import NimbusStore
 
 /// Opens the storage the options name, runs `body`, and closes it.
 func withStore<T>(_ options: DataOptions, _ body: (any NimbusStorage) async throws -> T) async throws -> T {
-    let store = try await options.location.open(logger: Logger(label: "nimbus"))
+    var logger = Logger(label: "nimbus")
+    logger.logLevel = .warning  // a one-shot command: no "store open" chatter
+    let store = try await options.location.open(logger: logger)
     do {
         let result = try await body(store)
         try await store.shutdown()
