@@ -50,3 +50,10 @@ enum PostgresURL {
         return components.string ?? url
     }
 }
+
+extension PostgresStore {
+    /// `url` with its password, if any, replaced by `***`: what logs and banners may show.
+    public static func redactedURL(_ url: String) -> String {
+        PostgresURL.redacted(url)
+    }
+}

@@ -33,14 +33,20 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
         case .sqlite(let directory):
             return "sqlite: " + (directory as NSString).appendingPathComponent("nimbus.sqlite")
         case .postgres(let url, let schema):
-            return "postgres: \(Self.withoutPassword(url)), schema \(schema)"
+            return "postgres: \(PostgresStore.redactedURL(url)), schema \(schema)"
         }
     }
 
-    /// The URL with its password, if any, replaced by `***` (for logs).
-    static func withoutPassword(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? url
+    /// Deletes everything stored here: the data directory, or the PostgreSQL schema with all
+    /// its tables. For throwaway storage (benchmarks, tests); irreversible.
+    public func removeAll(logger: Logger) async throws {
+        switch self {
+        case .sqlite(let directory):
+            if FileManager.default.fileExists(atPath: directory) {
+                try FileManager.default.removeItem(atPath: directory)
+            }
+        case .postgres(let url, let schema):
+            try await PostgresStore.dropSchema(schema, url: url, logger: logger)
+        }
     }
 }

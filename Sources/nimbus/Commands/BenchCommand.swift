@@ -4,7 +4,6 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
-import NimbusPostgres
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -63,7 +62,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .long, help: .private)
     var codecProfile = false
 
-    @Flag(name: .long, help: "Keep the embedded server's data directory.")
+    @Flag(name: .long, help: "Keep the embedded server's data directory (or PostgreSQL schema).")
     var keepData = false
     @Flag(name: .long, help: "Print the results as JSON.")
     var json = false
@@ -93,7 +92,6 @@ struct BenchCommand: AsyncParsableCommand {
         #endif
         let runID = String(UUID().uuidString.prefix(8)).lowercased()
         var embedded: RunningServer?
-        var directory: String?
         let baseURL: String
         let credentials: BenchCredentials
 
@@ -121,7 +119,6 @@ struct BenchCommand: AsyncParsableCommand {
                 guard !FileManager.default.fileExists(atPath: dir) else {
                     throw ValidationError("\(dir) exists; the bench runs on a fresh data directory")
                 }
-                directory = dir
                 configuration.storage = .sqlite(directory: dir)
             }
             storage = configuration.storage
@@ -147,10 +144,7 @@ struct BenchCommand: AsyncParsableCommand {
         try await http.shutdown()
         if let embedded {
             try await embedded.stop()
-            if let directory, !keepData { try? FileManager.default.removeItem(atPath: directory) }
-            if case .postgres(let url, let schema)? = storage, !keepData {
-                try await PostgresStore.dropSchema(schema, url: url, logger: logger)
-            }
+            if let storage, !keepData { try await storage.removeAll(logger: logger) }
         }
 
         let machine = MachineInfo.current()

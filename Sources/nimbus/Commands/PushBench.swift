@@ -5,7 +5,6 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import NimbusPostgres
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -240,14 +239,9 @@ final class ServerProcess: Sendable {
             process.interrupt()
             process.waitUntilExit()
         }
-        switch storage {
-        case .sqlite(let directory):
-            try? FileManager.default.removeItem(atPath: directory)
-        case .postgres(let url, let schema):
-            var logger = Logger(label: "nimbus-bench")
-            logger.logLevel = .error
-            try? await PostgresStore.dropSchema(schema, url: url, logger: logger)
-        }
+        var logger = Logger(label: "nimbus-bench")
+        logger.logLevel = .error
+        try? await storage.removeAll(logger: logger)
     }
 
     func url(_ operation: String, webAuthToken: String) -> String {

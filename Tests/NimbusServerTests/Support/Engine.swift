@@ -1,5 +1,6 @@
 import Foundation
 import NimbusServer
+import NimbusStore
 import Testing
 
 /// The storage engines the server's behaviour suite runs on: every `@Test(arguments:
@@ -45,9 +46,15 @@ enum Engine: String, Sendable, CaseIterable, CustomTestStringConvertible {
 /// The PostgreSQL cases of the suite run, or CI says why not.
 @Suite("Engines")
 struct EngineAvailabilityTests {
-    @Test("the PostgreSQL cases of the suite run", .enabled(if: Engine.postgresURL != nil, Engine.postgresHowTo))
-    func postgresCasesRun() {
+    /// Runs only with a PostgreSQL to run on; otherwise its skip message says how to get one.
+    @Test("the configured PostgreSQL opens as the postgres engine", .enabled(if: Engine.postgresURL != nil, Engine.postgresHowTo))
+    func postgresCasesRun() async throws {
         #expect(Engine.available.contains(.postgres))
+        let storage = Engine.postgres.freshStorage()
+        let store = try await storage.open(logger: TestServer.quietLogger)
+        #expect(store.engineName == "postgres")
+        try await store.shutdown()
+        try await storage.removeAll(logger: TestServer.quietLogger)
     }
 
     @Test("CI never skips the PostgreSQL cases", .enabled(if: Engine.postgresRequired))

@@ -19,14 +19,12 @@ final class TestCluster: Sendable {
     /// Runs `body` against `count` fresh nodes, then stops them and drops their schema.
     static func with<T>(nodes count: Int, _ body: (TestCluster) async throws -> T) async throws -> T {
         let storage = Engine.postgres.freshStorage()
-        var logger = Logger(label: "nimbus-test")
-        logger.logLevel = .critical
         var nodes: [RunningServer] = []
         do {
             for _ in 0..<count {
                 var configuration = ServerConfiguration(port: 0)
                 configuration.storage = storage
-                nodes.append(try await RunningServer.start(configuration, logger: logger))
+                nodes.append(try await RunningServer.start(configuration, logger: TestServer.quietLogger))
             }
             let token = try await nodes[0].store.createContainer(TestServer.container)
             let cluster = TestCluster(nodes: nodes, apiToken: token.token, storage: storage)
@@ -35,14 +33,14 @@ final class TestCluster: Sendable {
             return result
         } catch {
             for node in nodes { try? await node.stop() }
-            try? await TestStorage.remove(storage)
+            try? await storage.removeAll(logger: TestServer.quietLogger)
             throw error
         }
     }
 
     private func stop() async throws {
         for node in nodes { try await node.stop() }
-        try await TestStorage.remove(storage)
+        try await storage.removeAll(logger: TestServer.quietLogger)
     }
 
     /// Creates a user and returns a client signed in as them, talking to `node`.

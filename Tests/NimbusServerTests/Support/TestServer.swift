@@ -13,6 +13,13 @@ import NimbusStore
 final class TestServer: Sendable {
     static let container = "iCloud.com.example.tests"
 
+    /// A logger for servers and stores under test: only what would be a crash.
+    static let quietLogger: Logger = {
+        var logger = Logger(label: "nimbus-test")
+        logger.logLevel = .critical
+        return logger
+    }()
+
     let server: RunningServer
     /// Where the server keeps its data; open it again to act as another process would.
     let storage: StorageLocation
@@ -30,15 +37,13 @@ final class TestServer: Sendable {
         var configuration = ServerConfiguration(port: 0)
         configuration.storage = engine.freshStorage()
         configure(&configuration)
-        var logger = Logger(label: "nimbus-test")
-        logger.logLevel = .critical
-        let server = try await RunningServer.start(configuration, logger: logger)
+        let server = try await RunningServer.start(configuration, logger: quietLogger)
         do {
             let token = try await server.store.createContainer(container)
             return TestServer(server: server, storage: configuration.storage, apiToken: token.token)
         } catch {
             try? await server.stop()
-            try? await TestStorage.remove(configuration.storage)
+            try? await configuration.storage.removeAll(logger: TestServer.quietLogger)
             throw error
         }
     }
@@ -61,7 +66,7 @@ final class TestServer: Sendable {
 
     func stop() async throws {
         try await server.stop()
-        try await TestStorage.remove(storage)
+        try await storage.removeAll(logger: TestServer.quietLogger)
     }
 
     /// Creates a user and returns a client signed in as them.
