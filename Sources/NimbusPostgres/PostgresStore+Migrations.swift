@@ -65,6 +65,15 @@ extension PostgresStore {
         Migration(version: 3, statements: discoverabilitySchema),
         Migration(version: 4, statements: querySchema),
         Migration(version: 5, statements: versionIndexOnlyForFeeds),
+        Migration(version: 6, statements: writtenRecords),
+    ]
+
+    /// A record's wire form around its fields (``StoredRecord/wireHead``,
+    /// ``StoredRecord/wireTail``), written with the record, so a change feed page is joined
+    /// by PostgreSQL without the node decoding a column of it. NULL in rows written before
+    /// this version (the feed decodes those). Adding nullable columns rewrites no row.
+    private static let writtenRecords = [
+        "ALTER TABLE records ADD COLUMN wire_head text, ADD COLUMN wire_tail text"
     ]
 
     /// The change-feed index `(db, zone, version)` shares its leading columns with the

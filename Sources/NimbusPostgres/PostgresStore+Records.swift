@@ -86,25 +86,17 @@ extension PostgresStore: RecordStore {
         let limit = max(1, limit)
         let rows = try await rows(
             Prepared<Statements.RecordFeed>(database.parameters + [zone, since, Int64(limit) + 1]))
-        guard !rows.isEmpty else {
-            if zone == ZoneID.defaultZoneName, position == nil {
-                return RecordChangesPage(
-                    records: [], syncToken: ChangeToken.records(incarnation: 0, version: 0), moreComing: false)
-            }
-            throw FeedRules.zoneNotFound(zone, in: database)
-        }
+        guard !rows.isEmpty else { return try Self.emptyFeed(zone, position, in: database) }
         // The database and zone columns repeat on every row: read them once.
         var first = ColumnReader(rows[0])
         first.skip(12)
         let databaseVersion: Int64 = try first.next()
-        let zoneState = try first.optionalZone()
+        let zoneState = try Self.checkFeedZone(try first.optionalZone(), zone, position, in: database)
         var records: [StoredRecord] = []
         records.reserveCapacity(rows.count)
         for row in rows {
             if let record = try row.leadingRecord() { records.append(record) }
         }
-        guard let zoneState, !zoneState.deleted else { throw FeedRules.zoneNotFound(zone, in: database) }
-        if let position { try FeedRules.checkRecordToken(position, zone: zoneState, in: database) }
         let moreComing = records.count > limit
         if moreComing { records.removeLast(records.count - limit) }
         let tokenVersion = moreComing ? records[records.count - 1].version : max(since, databaseVersion)
@@ -112,6 +104,75 @@ extension PostgresStore: RecordStore {
             records: records,
             syncToken: ChangeToken.records(incarnation: zoneState.incarnation, version: tokenVersion),
             moreComing: moreComing)
+    }
+
+    /// The feed from the records' written forms (schema version 6): each row brings its
+    /// record as one text (`wire_head || fields || wire_tail`, joined by PostgreSQL) whose
+    /// bytes are appended to the page as they are — PostgreSQL guarantees a `text` value of a
+    /// UTF-8 database is valid UTF-8, so nothing is validated or decoded. A page holding a
+    /// row written before version 6 (no written form) is read again through
+    /// ``recordChanges(zone:since:limit:in:)``.
+    public func writtenRecordChanges(
+        zone: String, since token: String?, limit: Int, zoneClosing: String, in database: DatabaseKey
+    ) async throws -> WrittenRecordChangesPage {
+        let position = try token.map { token throws(CloudKitError) in try ChangeToken.decodeRecords(token) }
+        let since = position?.version ?? 0
+        let limit = max(1, limit)
+        let rows = try await rows(
+            Prepared<Statements.WrittenRecordFeed>(database.parameters + [zone, since, Int64(limit) + 1]))
+        guard !rows.isEmpty else {
+            let empty = try Self.emptyFeed(zone, position, in: database)
+            return WrittenRecordChangesPage(recordsJSON: Array("[]".utf8), syncToken: empty.syncToken, moreComing: false)
+        }
+        var first = ColumnReader(rows[0])
+        first.skip(2)
+        let databaseVersion: Int64 = try first.next()
+        let zoneState = try Self.checkFeedZone(try first.optionalZone(), zone, position, in: database)
+        let closing = Array(zoneClosing.utf8)
+        var text: [UInt8] = [UInt8(ascii: "[")]
+        var count = 0
+        var lastVersion = since
+        for row in rows {
+            var columns = ColumnReader(row)
+            guard let version = try columns.next(Int64?.self) else { continue }  // an empty page's one row
+            guard count < limit else { break }  // the one more that says more are coming
+            guard let written = columns.nextBytes() else {
+                let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
+                return WrittenRecordChangesPage(
+                    recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8),
+                    syncToken: page.syncToken, moreComing: page.moreComing)
+            }
+            if count == 0 { text.reserveCapacity(rows.count * (written.readableBytes + closing.count + 1) + 2) }
+            if count > 0 { text.append(UInt8(ascii: ",")) }
+            text.append(contentsOf: written.readableBytesView)
+            text.append(contentsOf: closing)
+            count += 1
+            lastVersion = version
+        }
+        text.append(UInt8(ascii: "]"))
+        let moreComing = rows.count > limit
+        let tokenVersion = moreComing ? lastVersion : max(since, databaseVersion)
+        return WrittenRecordChangesPage(
+            recordsJSON: text, syncToken: ChangeToken.records(incarnation: zoneState.incarnation, version: tokenVersion),
+            moreComing: moreComing)
+    }
+
+    /// A feed statement found no database row: the default zone of a database never written
+    /// has an empty feed, any other zone does not exist.
+    private static func emptyFeed(
+        _ zone: String, _ position: (incarnation: Int64, version: Int64)?, in database: DatabaseKey
+    ) throws(CloudKitError) -> RecordChangesPage {
+        guard zone == ZoneID.defaultZoneName, position == nil else { throw FeedRules.zoneNotFound(zone, in: database) }
+        return RecordChangesPage(records: [], syncToken: ChangeToken.records(incarnation: 0, version: 0), moreComing: false)
+    }
+
+    /// The feed's zone, checked: it exists, is not deleted, and the token belongs to it.
+    private static func checkFeedZone(
+        _ zone: ZoneState?, _ name: String, _ position: (incarnation: Int64, version: Int64)?, in database: DatabaseKey
+    ) throws(CloudKitError) -> ZoneState {
+        guard let zone, !zone.deleted else { throw FeedRules.zoneNotFound(name, in: database) }
+        if let position { try FeedRules.checkRecordToken(position, zone: zone, in: database) }
+        return zone
     }
 }
 
@@ -175,6 +236,7 @@ extension PostgresStore {
                     NullableArray(rows.map(\.created.deviceID)), rows.map(\.modified.timestamp),
                     NullableArray(rows.map(\.modified.userRecordName)), NullableArray(rows.map(\.modified.deviceID)),
                     rows.map(\.version), rows.map(\.createdVersion), rows.map(\.deleted), version, Array(recordTypes),
+                    rows.map(\.wireHead), rows.map(\.wireTail),
                 ])))
     }
 

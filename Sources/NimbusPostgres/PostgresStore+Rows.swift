@@ -40,6 +40,11 @@ struct ColumnReader {
         return try cell.decode(Value.self)
     }
 
+    /// The next column's bytes as PostgreSQL sent them (`nil` for NULL), not decoded.
+    mutating func nextBytes() -> ByteBuffer? {
+        cells.next()?.bytes
+    }
+
     mutating func skip(_ count: Int) {
         for _ in 0..<count { _ = cells.next() }
     }

@@ -85,16 +85,18 @@ enum Statements {
     }
 
     /// `write(_:database:zone:changes:version:recordTypes:)`: database id, zone, the twelve
-    /// record columns as arrays, the new version, the record types touched. Upserts the rows,
+    /// record columns as arrays, the new version, the record types touched, the rows' wire
+    /// heads and tails (NULL for tombstones). Upserts the rows,
     /// advances the zone's and the database's version and reads the subscriptions the commit
     /// may fire.
     enum WriteRecords: StatementText {
         static let sql = """
             WITH written AS (
-                INSERT INTO records (db, zone, \(PostgresStore.recordColumns))
-                SELECT $1, $2, t.* FROM unnest($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS t
+                INSERT INTO records (db, zone, \(PostgresStore.recordColumns), wire_head, wire_tail)
+                SELECT $1, $2, t.* FROM unnest($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $17, $18) AS t
                 ON CONFLICT (db, zone, name) DO UPDATE SET
                     type = EXCLUDED.type, fields = EXCLUDED.fields,
+                    wire_head = EXCLUDED.wire_head, wire_tail = EXCLUDED.wire_tail,
                     created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
                     created_device = EXCLUDED.created_device, modified_at = EXCLUDED.modified_at,
                     modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device,
@@ -106,7 +108,7 @@ enum Statements {
             """
         static let parameterTypes: [PostgresDataType] = [
             .int8, .text, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray, .int8Array,
-            .textArray, .textArray, .int8Array, .int8Array, .boolArray, .int8, .textArray,
+            .textArray, .textArray, .int8Array, .int8Array, .boolArray, .int8, .textArray, .textArray, .textArray,
         ]
     }
 
@@ -118,6 +120,12 @@ enum Statements {
     enum RecordFeed: StatementText {
         static let sql = """
             SELECT \(PostgresStore.recordColumnsR), d.version, \(PostgresStore.zoneColumnsZ)
+            \(source)
+            """
+        static let parameterTypes: [PostgresDataType] = [.text, .text, .text, .text, .text, .int8, .int8]
+
+        /// The database row, the zone (outer join) and the page's records (`r`, outer join).
+        static let source = """
             FROM databases d
             LEFT JOIN zones z ON z.db = d.id AND z.name = $5
             LEFT JOIN LATERAL (
@@ -129,7 +137,19 @@ enum Statements {
             WHERE d.container = $1 AND d.environment = $2 AND d.scope = $3 AND d.owner = $4
             ORDER BY r.version
             """
-        static let parameterTypes: [PostgresDataType] = [.text, .text, .text, .text, .text, .int8, .int8]
+    }
+
+    /// `writtenRecordChanges`: as ``RecordFeed``, each record as its version and its written
+    /// form (NULL for a row written before schema version 6). Joining the page in the
+    /// statement (`string_agg`) was measured slower: PostgreSQL's CPU per record doubled,
+    /// and it runs on the same cores as the nodes.
+    enum WrittenRecordFeed: StatementText {
+        static let sql = """
+            SELECT r.version, CASE WHEN r.deleted THEN r.wire_head ELSE r.wire_head || r.fields || r.wire_tail END,
+                d.version, \(PostgresStore.zoneColumnsZ)
+            \(RecordFeed.source)
+            """
+        static let parameterTypes = RecordFeed.parameterTypes
     }
 
     /// `lookUpTokens`: API token, web auth token (or NULL).

@@ -43,6 +43,18 @@ public protocol RecordStore: Sendable {
     func recordChanges(zone: String, since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> RecordChangesPage
 
+    /// ``recordChanges(zone:since:limit:in:)`` with its records written as the JSON array
+    /// of their response dictionaries, each closed by `zoneClosing` (`,"zoneID":{…}}`, the
+    /// zone as the caller names it): the server's change feeds when no `desiredKeys` or
+    /// `numbersAsStrings` changes the records' form. Same records, tokens and errors.
+    ///
+    /// The default writes the records ``recordChanges(zone:since:limit:in:)`` reads. An
+    /// engine that keeps each record's written parts (``StoredRecord/wireHead``,
+    /// ``StoredRecord/wireTail``) can join them without decoding a record.
+    func writtenRecordChanges(
+        zone: String, since token: String?, limit: Int, zoneClosing: String, in database: DatabaseKey
+    ) async throws -> WrittenRecordChangesPage
+
     /// Live records of one record type from one index, with their index positions, in the
     /// scan's order (see ``IndexScan``): at most `scan.limit` hits strictly after
     /// `scan.after`. Only entries of live records of `scan.recordType` in `database` (and in
@@ -102,5 +114,16 @@ public struct WritePolicy: Sendable, Hashable {
         self.creatorOnlyWrites = true
         self.publicAccess = publicAccess
         self.now = now
+    }
+}
+
+extension RecordStore {
+    public func writtenRecordChanges(
+        zone: String, since token: String?, limit: Int, zoneClosing: String, in database: DatabaseKey
+    ) async throws -> WrittenRecordChangesPage {
+        let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
+        return WrittenRecordChangesPage(
+            recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8), syncToken: page.syncToken,
+            moreComing: page.moreComing)
     }
 }

@@ -23,6 +23,7 @@ enum ParityScript {
     static let alice = DatabaseKey.privateDatabase(of: "_alice")
     static let publicDatabase = DatabaseKey(container: "iCloud.test", environment: .development, scope: .public, owner: DatabaseKey.publicOwner)
     static let caller = Caller(userRecordName: "_alice", deviceID: "phone")
+    static let zoneClosing = #","zoneID":{"ownerRecordName":"_alice","zoneName":"Z"}}"#
     static let recipient = NotificationRecipient(container: "iCloud.test", environment: .development, userRecordName: "_alice")
 
     static func run(on store: any NimbusStorage) async throws -> [String] {
@@ -99,12 +100,17 @@ enum ParityScript {
         repeat {
             let page = try await store.recordChanges(zone: "Z", since: token, limit: 2, in: alice)
             note(page)
+            // The same page written for the wire: same entries (as the engine wrote them), same token.
+            note(try await store.writtenRecordChanges(zone: "Z", since: token, limit: 2, zoneClosing: ParityScript.zoneClosing, in: alice))
             pages.append(page)
             token = page.syncToken
         } while pages.last?.moreComing == true
         _ = await modify([R.operation(.forceDelete, R.record("a"))], now: 5_000)
         await attempt { try await store.recordChanges(zone: "Z", since: token, limit: 10, in: alice) }
         await attempt { try await store.recordChanges(zone: "Z", since: pages[0].syncToken, limit: 10, in: alice) }
+        await attempt { try await store.writtenRecordChanges(zone: "Z", since: pages[0].syncToken, limit: 10, zoneClosing: ParityScript.zoneClosing, in: alice) }
+        await attempt { try await store.writtenRecordChanges(zone: "Nope", since: nil, limit: 10, zoneClosing: ParityScript.zoneClosing, in: alice) }
+        await attempt { try await store.writtenRecordChanges(zone: "_defaultZone", since: nil, limit: 10, zoneClosing: ParityScript.zoneClosing, in: alice) }
         await attempt { try await store.databaseChanges(since: nil, limit: 10, in: alice) }
         await attempt { try await store.recordChanges(zone: "Z", since: "garbage", limit: 10, in: alice) }
 
@@ -138,6 +144,7 @@ enum ParityScript {
         await attempt { try await store.recordChanges(zone: "Z", since: pages[0].syncToken, limit: 10, in: alice) }
         await attempt { try await store.modifyZones([.delete(zoneName: "Z"), .create(zoneName: "Z")], caller: caller, in: alice).results }
         await attempt { try await store.recordChanges(zone: "Z", since: token, limit: 10, in: alice) }
+        await attempt { try await store.writtenRecordChanges(zone: "Z", since: token, limit: 10, zoneClosing: ParityScript.zoneClosing, in: alice) }
         await attempt { try await store.zoneMetaChanges(since: pages[0].syncToken.isEmpty ? nil : ChangeToken.meta(version: 1), limit: 10, in: alice) }
         await attempt { try await store.compactNotifications(retentionMillis: 0, now: Int64(Date().timeIntervalSince1970 * 1000) + 10_000) }
         await attempt { try await store.notificationChanges(for: recipient, since: notificationToken, limit: 10) }

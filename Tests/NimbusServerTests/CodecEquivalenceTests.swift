@@ -152,6 +152,7 @@ enum ReferenceWriter {
         case .null: out.append(contentsOf: Array("null".utf8))
         case .bool(let flag): out.append(contentsOf: Array((flag ? "true" : "false").utf8))
         case .number(let text), .raw(let text): out.append(contentsOf: text.utf8)
+        case .rawUTF8(let bytes): out.append(contentsOf: bytes)
         case .string(let text): writeString(text, into: &out)
         case .array(let elements):
             out.append(UInt8(ascii: "["))

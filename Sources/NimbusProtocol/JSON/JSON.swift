@@ -7,7 +7,7 @@ import Foundation
 /// - 64-bit integers keep their full range (numbers keep their source text until asked),
 /// - errors name the path of the offending value (`operations[3].record.fields.count`),
 /// - stored, already-encoded fragments can be spliced into responses without re-encoding
-///   (``raw(_:)``), which keeps change-feed reads cheap.
+///   (``raw(_:)``, ``rawUTF8(_:)``), which keeps change-feed reads cheap.
 public enum JSON: Sendable, Equatable {
     case null
     case bool(Bool)
@@ -18,6 +18,9 @@ public enum JSON: Sendable, Equatable {
     case object([String: JSON])
     /// A fragment that is already valid JSON text; written verbatim. Never produced by the parser.
     case raw(String)
+    /// ``raw(_:)`` as UTF-8 bytes that are known to be valid (read from storage that
+    /// guarantees it), so that they are never validated again on their way out.
+    case rawUTF8([UInt8])
 
     /// The members of an object, or `nil`.
     public var object: [String: JSON]? {
@@ -77,7 +80,7 @@ public enum JSON: Sendable, Equatable {
         case .string: return "a string"
         case .array: return "an array"
         case .object: return "an object"
-        case .raw: return "a value"
+        case .raw, .rawUTF8: return "a value"
         }
     }
 

@@ -23,6 +23,7 @@ extension JSON {
     private func sizeEstimate(depth: Int) -> Int {
         switch self {
         case .raw(let text), .number(let text): return text.utf8.count
+        case .rawUTF8(let bytes): return bytes.count
         case .string(let text): return text.utf8.count + 2
         case .null, .bool: return 5
         case .array(let elements):
@@ -41,6 +42,7 @@ extension JSON {
         case .bool(let value): out.append(contentsOf: value ? Self.trueBytes : Self.falseBytes)
         case .number(let text): out.append(contentsOf: text.utf8)
         case .raw(let text): out.append(contentsOf: text.utf8)
+        case .rawUTF8(let bytes): out.append(contentsOf: bytes)
         case .string(let value): Self.writeString(value, into: &out)
         case .array(let elements):
             out.append(UInt8(ascii: "["))

@@ -82,7 +82,7 @@ extension FieldValue {
             }
             let elementType = try inferred(from: reader.reader(for: first, element: 0)).type
             return try decode(reader, as: elementType.listType ?? .stringList)
-        case .null, .raw:
+        case .null, .raw, .rawUTF8:
             throw .badRequest("'\(reader.path)' has no value")
         }
     }

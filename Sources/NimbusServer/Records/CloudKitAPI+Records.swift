@@ -170,15 +170,28 @@ extension CloudKitAPI {
 
     private func changesPage(_ call: APICall, reader: WireReader) async throws -> JSON {
         let zoneID = try call.zoneID(in: reader)
-        let page = try await store.recordChanges(
-            zone: zoneID.zoneName, since: try reader.optionalString("syncToken"), limit: try call.resultsLimit(in: reader),
-            in: call.database)
+        let token = try reader.optionalString("syncToken")
+        let limit = try call.resultsLimit(in: reader)
         let keys = try call.desiredKeys(in: reader)
         let access = try await publicAccess(call)
-        let readable = access == nil ? page.records : page.records.filter { mayRead($0, access, call) }
+        let records: JSON
+        let page: (syncToken: String, moreComing: Bool)
+        if access == nil && keys == nil && !call.numbersAsStrings {
+            // The common feed: records as the store wrote them, nothing decoded.
+            let written = try await store.writtenRecordChanges(
+                zone: zoneID.zoneName, since: token, limit: limit, zoneClosing: call.zoneClosing(zoneID.zoneName),
+                in: call.database)
+            records = .rawUTF8(written.recordsJSON)
+            page = (written.syncToken, written.moreComing)
+        } else {
+            let stored = try await store.recordChanges(zone: zoneID.zoneName, since: token, limit: limit, in: call.database)
+            let readable = access == nil ? stored.records : stored.records.filter { mayRead($0, access, call) }
+            records = try call.recordsJSON(readable, zoneName: zoneID.zoneName, desiredKeys: keys)
+            page = (stored.syncToken, stored.moreComing)
+        }
         return .object([
             "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
-            "records": try call.recordsJSON(readable, zoneName: zoneID.zoneName, desiredKeys: keys),
+            "records": records,
             "syncToken": .string(page.syncToken),
             "moreComing": .bool(page.moreComing),
         ])

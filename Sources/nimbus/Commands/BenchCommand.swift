@@ -90,6 +90,7 @@ struct BenchCommand: AsyncParsableCommand {
         #if DEBUG
         FileHandle.standardError.write(Data("warning: this is a debug build; measure with `swift build -c release`\n".utf8))
         #endif
+        MallocTuning.apply()  // as `nimbus serve` does, for the embedded server
         let runID = String(UUID().uuidString.prefix(8)).lowercased()
         var embedded: RunningServer?
         let baseURL: String

@@ -27,6 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
     var logLevel = "info"
 
     func run() async throws {
+        MallocTuning.apply()
         var logger = Logger(label: "nimbus")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var configuration = ServerConfiguration(

@@ -1,0 +1,105 @@
+import NimbusProtocol
+
+/// A stored record in CloudKit's wire form, written straight to text.
+///
+/// A live record's response dictionary is
+/// `{created, deleted, fields, modified, recordChangeTag, recordName, recordType, zoneID}` in
+/// that (sorted) member order — the order ``JSON/serialized()`` writes — and a tombstone's is
+/// `{deleted, recordName, zoneID}`. Both end with the zone, which only the server knows (how
+/// the zone is named to the caller), so a record splits into parts an engine can write once,
+/// when the record is saved, and reuse on every read:
+///
+/// - ``wireHead``: `{"created":{…},"deleted":false,"fields":` (a tombstone:
+///   `{"deleted":true,"recordName":"…"`);
+/// - ``fieldsJSON``, the stored fields as they are (none for a tombstone);
+/// - ``wireTail``: `,"modified":{…},"recordChangeTag":"…","recordName":"…","recordType":"…"`
+///   (empty for a tombstone);
+/// - the *zone closing*, `,"zoneID":{…}}`, added by the reader.
+extension StoredRecord {
+    /// The record's first members, up to its fields (a tombstone: all its members but the zone).
+    public var wireHead: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(160)
+        if deleted {
+            bytes.append(contentsOf: #"{"deleted":true,"recordName":"#.utf8)
+            JSON.writeString(recordName, into: &bytes)
+        } else {
+            bytes.append(contentsOf: #"{"created":"#.utf8)
+            Self.writeStamp(created, into: &bytes)
+            bytes.append(contentsOf: #","deleted":false,"fields":"#.utf8)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The members between the fields and the zone (empty for a tombstone).
+    public var wireTail: String {
+        guard !deleted else { return "" }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(200)
+        bytes.append(contentsOf: #","modified":"#.utf8)
+        Self.writeStamp(modified, into: &bytes)
+        bytes.append(contentsOf: #","recordChangeTag":"#.utf8)
+        JSON.writeString(changeTag, into: &bytes)
+        bytes.append(contentsOf: #","recordName":"#.utf8)
+        JSON.writeString(recordName, into: &bytes)
+        bytes.append(contentsOf: #","recordType":"#.utf8)
+        JSON.writeString(recordType, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the record's response dictionary, closed by `zoneClosing` (`,"zoneID":{…}}`).
+    public func appendWritten(closedBy zoneClosing: String, to text: inout String) {
+        text.append(wireHead)
+        if !deleted {
+            text.append(fieldsJSON)
+            text.append(wireTail)
+        }
+        text.append(zoneClosing)
+    }
+
+    /// Records as a JSON array of response dictionaries, each closed by `zoneClosing`.
+    public static func writtenArray(_ records: [StoredRecord], closedBy zoneClosing: String) -> String {
+        var text = ""
+        text.reserveCapacity(records.reduce(2) { $0 + $1.fieldsJSON.utf8.count + 300 + zoneClosing.utf8.count })
+        text.append("[")
+        for (offset, record) in records.enumerated() {
+            if offset > 0 { text.append(",") }
+            record.appendWritten(closedBy: zoneClosing, to: &text)
+        }
+        text.append("]")
+        return text
+    }
+
+    /// `{deviceID?, timestamp, userRecordName?}`, as the object form serializes a stamp.
+    public static func writeStamp(_ stamp: RecordStamp, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let device = stamp.deviceID {
+            out.append(contentsOf: #""deviceID":"#.utf8)
+            JSON.writeString(device, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: #""timestamp":"#.utf8)
+        out.append(contentsOf: String(stamp.timestamp).utf8)
+        if let user = stamp.userRecordName {
+            out.append(contentsOf: #","userRecordName":"#.utf8)
+            JSON.writeString(user, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+/// A change feed page whose records are already written for the wire, as one JSON array
+/// (see ``RecordStore/writtenRecordChanges(zone:since:limit:zoneClosing:in:)``).
+public struct WrittenRecordChangesPage: Sendable, Equatable {
+    /// `[…]` in UTF-8: the records ``RecordChangesPage/records`` holds, in the same order,
+    /// each written as ``StoredRecord/appendWritten(closedBy:to:)`` writes it.
+    public var recordsJSON: [UInt8]
+    public var syncToken: String
+    public var moreComing: Bool
+
+    public init(recordsJSON: [UInt8], syncToken: String, moreComing: Bool) {
+        self.recordsJSON = recordsJSON
+        self.syncToken = syncToken
+        self.moreComing = moreComing
+    }
+}
