@@ -70,10 +70,13 @@ extension PostgresStore {
 
     /// A record's wire form around its fields (``StoredRecord/wireHead``,
     /// ``StoredRecord/wireTail``), written with the record, so a change feed page is joined
-    /// by PostgreSQL without the node decoding a column of it. NULL in rows written before
-    /// this version (the feed decodes those). Adding nullable columns rewrites no row.
+    /// without the node decoding a column of it; `wire_version` is the `version` they were
+    /// written for. A row whose `wire_version` is not its `version` — written before this
+    /// schema version, or since by a node of an older release that does not know these
+    /// columns (nodes are replaced one by one) — is decoded instead. Adding nullable columns
+    /// rewrites no row.
     private static let writtenRecords = [
-        "ALTER TABLE records ADD COLUMN wire_head text, ADD COLUMN wire_tail text"
+        "ALTER TABLE records ADD COLUMN wire_head text, ADD COLUMN wire_tail text, ADD COLUMN wire_version bigint"
     ]
 
     /// The change-feed index `(db, zone, version)` shares its leading columns with the

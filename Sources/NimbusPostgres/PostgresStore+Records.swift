@@ -110,8 +110,8 @@ extension PostgresStore: RecordStore {
     /// record as one text (`wire_head || fields || wire_tail`, joined by PostgreSQL) whose
     /// bytes are appended to the page as they are — PostgreSQL guarantees a `text` value of a
     /// UTF-8 database is valid UTF-8, so nothing is validated or decoded. A page holding a
-    /// row written before version 6 (no written form) is read again through
-    /// ``recordChanges(zone:since:limit:in:)``.
+    /// row without the written form of its version (written before version 6, or by a node
+    /// of an older release) is read again through ``recordChanges(zone:since:limit:in:)``.
     public func writtenRecordChanges(
         zone: String, since token: String?, limit: Int, zoneClosing: String, in database: DatabaseKey
     ) async throws -> WrittenRecordChangesPage {

@@ -92,11 +92,13 @@ enum Statements {
     enum WriteRecords: StatementText {
         static let sql = """
             WITH written AS (
-                INSERT INTO records (db, zone, \(PostgresStore.recordColumns), wire_head, wire_tail)
-                SELECT $1, $2, t.* FROM unnest($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $17, $18) AS t
+                INSERT INTO records (db, zone, \(PostgresStore.recordColumns), wire_head, wire_tail, wire_version)
+                SELECT $1, $2, t.*, t.version FROM unnest($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $17, $18)
+                    AS t(name, type, fields, created_at, created_by, created_device, modified_at, modified_by,
+                         modified_device, version, created_version, deleted, wire_head, wire_tail)
                 ON CONFLICT (db, zone, name) DO UPDATE SET
                     type = EXCLUDED.type, fields = EXCLUDED.fields,
-                    wire_head = EXCLUDED.wire_head, wire_tail = EXCLUDED.wire_tail,
+                    wire_head = EXCLUDED.wire_head, wire_tail = EXCLUDED.wire_tail, wire_version = EXCLUDED.wire_version,
                     created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
                     created_device = EXCLUDED.created_device, modified_at = EXCLUDED.modified_at,
                     modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device,
@@ -140,12 +142,15 @@ enum Statements {
     }
 
     /// `writtenRecordChanges`: as ``RecordFeed``, each record as its version and its written
-    /// form (NULL for a row written before schema version 6). Joining the page in the
+    /// form (NULL when the row's wire parts are not those of its version: see schema
+    /// version 6). Joining the page in the
     /// statement (`string_agg`) was measured slower: PostgreSQL's CPU per record doubled,
     /// and it runs on the same cores as the nodes.
     enum WrittenRecordFeed: StatementText {
         static let sql = """
-            SELECT r.version, CASE WHEN r.deleted THEN r.wire_head ELSE r.wire_head || r.fields || r.wire_tail END,
+            SELECT r.version,
+                CASE WHEN r.wire_version IS DISTINCT FROM r.version THEN NULL
+                     WHEN r.deleted THEN r.wire_head ELSE r.wire_head || r.fields || r.wire_tail END,
                 d.version, \(PostgresStore.zoneColumnsZ)
             \(RecordFeed.source)
             """

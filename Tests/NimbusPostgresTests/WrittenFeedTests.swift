@@ -91,11 +91,23 @@ extension PostgresTests {
                 }
                 _ = try await store.modifyRecords(
                     operations, zone: "Z", atomic: false, policy: Requests.policy(), caller: caller, in: alice)
-                // As rows written by a node of schema version 5 look.
-                try await store.rows("UPDATE records SET wire_head = NULL, wire_tail = NULL WHERE name IN ('r2', 'r9')")
+                // As rows written before schema version 6 look: no wire parts.
+                try await store.rows(
+                    "UPDATE records SET wire_head = NULL, wire_tail = NULL, wire_version = NULL WHERE name IN ('r2', 'r9')")
+                // As a row rewritten by a node of an older release looks: new fields and version,
+                // the wire parts of the version before.
+                try await store.rows(
+                    """
+                    UPDATE records SET fields = '{"n":{"type":"INT64","value":99}}', version = version + 100,
+                        modified_at = modified_at + 1
+                    WHERE name = 'r5'
+                    """)
+                try await store.rows("UPDATE databases SET version = version + 100")
 
                 let records = try await readBothWays(store, since: nil, limit: 5)
                 #expect(records.count == 12)
+                #expect(records.last?.recordName == "r5")
+                #expect(records.last?.fieldsJSON.contains("99") == true)
             }
         }
     }
