@@ -128,29 +128,35 @@ extension PostgresStore: RecordStore {
         first.skip(2)
         let databaseVersion: Int64 = try first.next()
         let zoneState = try Self.checkFeedZone(try first.optionalZone(), zone, position, in: database)
-        let closing = Array(zoneClosing.utf8)
-        var text: [UInt8] = [UInt8(ascii: "[")]
-        var count = 0
-        var lastVersion = since
+        var entries: [(version: Int64, written: ByteBuffer?)] = []
+        entries.reserveCapacity(rows.count)
+        var inOrder = true
         for row in rows {
             var columns = ColumnReader(row)
             guard let version = try columns.next(Int64?.self) else { continue }  // an empty page's one row
-            guard count < limit else { break }  // the one more that says more are coming
-            guard let written = columns.nextBytes() else {
-                let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
-                return WrittenRecordChangesPage(
-                    recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8),
-                    syncToken: page.syncToken, moreComing: page.moreComing)
-            }
-            if count == 0 { text.reserveCapacity(rows.count * (written.readableBytes + closing.count + 1) + 2) }
-            if count > 0 { text.append(UInt8(ascii: ",")) }
-            text.append(contentsOf: written.readableBytesView)
+            if let previous = entries.last, previous.version >= version { inOrder = false }
+            entries.append((version, columns.nextBytes()))
+        }
+        if !inOrder { entries.sort { $0.version < $1.version } }
+        let moreComing = entries.count > limit
+        if moreComing { entries.removeLast(entries.count - limit) }
+        guard entries.allSatisfy({ $0.written != nil }) else {
+            let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
+            return WrittenRecordChangesPage(
+                recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8),
+                syncToken: page.syncToken, moreComing: page.moreComing)
+        }
+        let closing = Array(zoneClosing.utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(entries.reduce(2) { $0 + ($1.written?.readableBytes ?? 0) + closing.count + 1 })
+        text.append(UInt8(ascii: "["))
+        for (offset, entry) in entries.enumerated() {
+            if offset > 0 { text.append(UInt8(ascii: ",")) }
+            text.append(contentsOf: entry.written!.readableBytesView)
             text.append(contentsOf: closing)
-            count += 1
-            lastVersion = version
         }
         text.append(UInt8(ascii: "]"))
-        let moreComing = rows.count > limit
+        let lastVersion = entries.last?.version ?? since
         let tokenVersion = moreComing ? lastVersion : max(since, databaseVersion)
         return WrittenRecordChangesPage(
             recordsJSON: text, syncToken: ChangeToken.records(incarnation: zoneState.incarnation, version: tokenVersion),
