@@ -140,7 +140,8 @@ extension PostgresStore: RecordStore {
         if !inOrder { entries.sort { $0.version < $1.version } }
         let moreComing = entries.count > limit
         if moreComing { entries.removeLast(entries.count - limit) }
-        guard entries.allSatisfy({ $0.written != nil }) else {
+        let written = entries.compactMap(\.written)
+        guard written.count == entries.count else {
             let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
             return WrittenRecordChangesPage(
                 recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8),
@@ -148,11 +149,11 @@ extension PostgresStore: RecordStore {
         }
         let closing = Array(zoneClosing.utf8)
         var text: [UInt8] = []
-        text.reserveCapacity(entries.reduce(2) { $0 + ($1.written?.readableBytes ?? 0) + closing.count + 1 })
+        text.reserveCapacity(written.reduce(2) { $0 + $1.readableBytes + closing.count + 1 })
         text.append(UInt8(ascii: "["))
-        for (offset, entry) in entries.enumerated() {
+        for (offset, record) in written.enumerated() {
             if offset > 0 { text.append(UInt8(ascii: ",")) }
-            text.append(contentsOf: entry.written!.readableBytesView)
+            text.append(contentsOf: record.readableBytesView)
             text.append(contentsOf: closing)
         }
         text.append(UInt8(ascii: "]"))
