@@ -5,10 +5,10 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
-import NIOPosix
 
 /// `nimbus bench push`: push latency and the memory of idle push connections, against a
 /// `nimbus serve` child process (so its memory is the server's alone). See `bench/README.md`.
@@ -273,12 +273,14 @@ final class PushArrivalLog: Sendable {
     private let arrivals = NIOLockedValueBox<[Int: [ContinuousClock.Instant]]>([:])
     private let connected = NIOLockedValueBox(0)
 
+    private static let seqMarker = Array(#""seq":"#.utf8)
+
     /// Notes a push frame read at `arrival` (on the event loop that read it).
     func record(_ frame: ByteBuffer, at arrival: ContinuousClock.Instant) {
         // The seq is in `"af":{"seq":N}`; find it in the bytes (no parse, no String search:
         // with 1 000 devices this runs 20 000 times a second on the cores the server uses).
         let bytes = frame.readableBytesView
-        let marker = Array(#""seq":"#.utf8)
+        let marker = Self.seqMarker
         guard let start = bytes.indices.first(where: { bytes[$0...].starts(with: marker) }) else { return }
         var seq = 0
         var digits = 0
