@@ -159,6 +159,15 @@ let package = Package(
             dependencies: ["NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore"],
             swiftSettings: swiftSettings
         ),
+        // The `nimbus` command's own parts (the bench client's page scanner).
+        .testTarget(
+            name: "NimbusCommandTests",
+            dependencies: [
+                "nimbus",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "NimbusProtocolTests",
             dependencies: ["NimbusProtocol"],

@@ -52,6 +52,8 @@ struct BenchCommand: AsyncParsableCommand {
     var writers = 4
     @Option(name: .long, help: "records/changes page size (resultsLimit, at most 200).")
     var page = 200
+    @Option(name: .long, help: "Concurrent readers in the fetch run's last row (1: no such row).")
+    var readers = 4
     @Option(name: .long, help: "Full syncs of the zone in the fetch run (more passes, steadier numbers).")
     var fetchPasses = 1
     @Option(name: .long, help: "Single-record modify requests to time.")
@@ -70,8 +72,8 @@ struct BenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...200).contains(batch) else { throw ValidationError("--batch must be within 1...200") }
         guard (1...200).contains(page) else { throw ValidationError("--page must be within 1...200") }
-        guard writers >= 1, records >= 1, samples >= 1, fetchPasses >= 1 else {
-            throw ValidationError("--writers, --records, --samples and --fetch-passes must be positive")
+        guard writers >= 1, readers >= 1, records >= 1, samples >= 1, fetchPasses >= 1 else {
+            throw ValidationError("--writers, --readers, --records, --samples and --fetch-passes must be positive")
         }
         if url != nil && data == nil && postgres == nil && (container == nil || apiToken == nil || webAuthToken == nil) {
             throw ValidationError(
@@ -211,6 +213,9 @@ struct BenchCommand: AsyncParsableCommand {
         if runs.contains("fetch") {
             results.append(try await fetchRun(client, zone: singleZone, streaming: false))
             results.append(try await fetchRun(client, zone: singleZone, streaming: true))
+            if readers > 1 {
+                results.append(try await fetchRun(client, zone: singleZone, streaming: false, readers: readers))
+            }
         }
         if runs.contains("latency") {
             let zone = "bench-latency"
@@ -254,61 +259,91 @@ struct BenchCommand: AsyncParsableCommand {
     /// Sequential: each page is decoded before the next is asked for. Streaming: the next
     /// page is asked for as soon as this page's `syncToken` and `moreComing` are read (a
     /// skim of the top-level members), and the page's records are decoded meanwhile.
-    private func fetchRun(_ client: BenchClient, zone: String, streaming: Bool) async throws -> BenchResult {
+    /// With several readers, each reads the whole zone `fetchPasses` times, sequentially,
+    /// all at once — devices syncing together, the server's throughput.
+    private func fetchRun(
+        _ client: BenchClient, zone: String, streaming: Bool, readers: Int = 1
+    ) async throws -> BenchResult {
         let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
-        var pages = 0
-        var fetched = 0
-        var problems = 0
-        var firstError: String?
-        for _ in 0..<fetchPasses {
-            var token: String?
-            var seen = Set<String>()
-            seen.reserveCapacity(records)
-            var duplicates = 0
-            func count(_ names: [String]) {
-                for name in names where !seen.insert(name).inserted { duplicates += 1 }
-            }
-            if streaming {
-                var decoding: [Task<[String], any Error>] = []
-                while true {
-                    let body = try await client.changesBody(zone: zone, since: token, limit: page)
-                    pages += 1
-                    let (syncToken, moreComing) = try BenchClient.skimChangesPage(body)
-                    decoding.append(Task { try BenchClient.decodeChangesPage(body).recordNames })
-                    // Keep at most two pages decoding.
-                    if decoding.count > 2 { count(try await decoding.removeFirst().value) }
-                    token = syncToken
-                    if !moreComing { break }
-                }
-                for task in decoding { count(try await task.value) }
-            } else {
-                while true {
-                    let page = try BenchClient.decodeChangesPage(
-                        try await client.changesBody(zone: zone, since: token, limit: page))
-                    pages += 1
-                    count(page.recordNames)
-                    token = page.syncToken
-                    if !page.moreComing { break }
+        let syncs = try await withThrowingTaskGroup(of: [ZoneSync].self) { group in
+            for _ in 0..<readers {
+                group.addTask {
+                    var syncs: [ZoneSync] = []
+                    for _ in 0..<fetchPasses {
+                        syncs.append(try await syncZone(client, zone: zone, streaming: streaming))
+                    }
+                    return syncs
                 }
             }
-            fetched += seen.count
-            let missing = max(0, records - seen.count)
-            problems += missing + duplicates
-            if missing + duplicates > 0, firstError == nil {
-                firstError = "\(missing) records missing, \(duplicates) duplicates"
-            }
+            return try await group.reduce(into: []) { $0 += $1 }
         }
         let seconds = (ContinuousClock.now - start).seconds
         let cpu = processCPUSeconds() - cpuStart
+        var problems = 0
+        var firstError: String?
+        for sync in syncs {
+            let missing = max(0, records - sync.distinct)
+            problems += missing + sync.duplicates
+            if missing + sync.duplicates > 0, firstError == nil {
+                firstError = "\(missing) records missing, \(sync.duplicates) duplicates"
+            }
+        }
         let passes = fetchPasses == 1 ? "" : ", \(fetchPasses) syncs"
+        let name: String
+        let key: String
+        if readers > 1 {
+            (key, name) = ("fetch_readers", "(b) records/changes, \(page)/page, \(readers) readers\(passes) each")
+        } else if streaming {
+            (key, name) = ("fetch_streaming", "(b) records/changes, \(page)/page, streaming\(passes)")
+        } else {
+            (key, name) = ("fetch", "(b) records/changes, pages of \(page)\(passes)")
+        }
         return BenchResult(
-            key: streaming ? "fetch_streaming" : "fetch",
-            name: streaming
-                ? "(b) records/changes, \(page)/page, streaming\(passes)"
-                : "(b) records/changes, pages of \(page)\(passes)",
-            records: fetched, seconds: seconds, failed: problems, requests: pages, target: 100_000,
-            firstError: firstError, cpuSeconds: cpu)
+            key: key, name: name, records: syncs.reduce(0) { $0 + $1.distinct }, seconds: seconds, failed: problems,
+            requests: syncs.reduce(0) { $0 + $1.pages }, target: 100_000, firstError: firstError, cpuSeconds: cpu)
+    }
+
+    /// One full sync of a zone: what it read.
+    private struct ZoneSync: Sendable {
+        var pages = 0
+        var distinct = 0
+        var duplicates = 0
+    }
+
+    private func syncZone(_ client: BenchClient, zone: String, streaming: Bool) async throws -> ZoneSync {
+        var sync = ZoneSync()
+        var token: String?
+        var seen = Set<String>()
+        seen.reserveCapacity(records)
+        func count(_ names: [String]) {
+            for name in names where !seen.insert(name).inserted { sync.duplicates += 1 }
+        }
+        if streaming {
+            var decoding: [Task<[String], any Error>] = []
+            while true {
+                let body = try await client.changesBody(zone: zone, since: token, limit: page)
+                sync.pages += 1
+                let (syncToken, moreComing) = try BenchClient.skimChangesPage(body)
+                decoding.append(Task { try BenchClient.decodeChangesPage(body).recordNames })
+                // Keep at most two pages decoding.
+                if decoding.count > 2 { count(try await decoding.removeFirst().value) }
+                token = syncToken
+                if !moreComing { break }
+            }
+            for task in decoding { count(try await task.value) }
+        } else {
+            while true {
+                let page = try BenchClient.decodeChangesPage(
+                    try await client.changesBody(zone: zone, since: token, limit: page))
+                sync.pages += 1
+                count(page.recordNames)
+                token = page.syncToken
+                if !page.moreComing { break }
+            }
+        }
+        sync.distinct = seen.count
+        return sync
     }
 
     /// (c) latency of `records/modify` with one record, one request at a time.
@@ -496,23 +531,9 @@ struct BenchClient: Sendable {
         return buffer
     }
 
-    /// Parses a `records/changes` answer and checks every record in it.
+    /// Checks a `records/changes` answer and every record in it (``ChangesPageScanner``).
     static func decodeChangesPage(_ buffer: ByteBuffer) throws -> ChangesPage {
-        let json = try JSON.parse(buffer.readableBytesView)
-        guard let records = json["records"]?.array, let syncToken = json["syncToken"]?.string,
-            let moreComing = json["moreComing"]?.bool
-        else {
-            throw BenchError("records/changes answered \(json.serialized().prefix(500))")
-        }
-        var names: [String] = []
-        names.reserveCapacity(records.count)
-        for record in records {
-            guard let name = record["recordName"]?.string, record["fields"]?.object != nil else {
-                throw BenchError("records/changes returned an unexpected item: \(record.serialized().prefix(500))")
-            }
-            names.append(name)
-        }
-        return ChangesPage(recordNames: names, syncToken: syncToken, moreComing: moreComing)
+        try ChangesPageScanner.scan(buffer)
     }
 
     /// Reads only the top-level `syncToken` and `moreComing` of a `records/changes` answer,
