@@ -279,17 +279,23 @@ final class PushArrivalLog: Sendable {
     func record(_ frame: ByteBuffer, at arrival: ContinuousClock.Instant) {
         // The seq is in `"af":{"seq":N}`; find it in the bytes (no parse, no String search:
         // with 1 000 devices this runs 20 000 times a second on the cores the server uses).
-        let bytes = frame.readableBytesView
-        let marker = Self.seqMarker
-        guard let start = bytes.indices.first(where: { bytes[$0...].starts(with: marker) }) else { return }
-        var seq = 0
-        var digits = 0
-        for byte in bytes[(start + marker.count)...] {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
-            seq = seq * 10 + Int(byte - UInt8(ascii: "0"))
-            digits += 1
+        let found = frame.withUnsafeReadableBytes { bytes -> Int? in
+            let marker = Self.seqMarker
+            guard bytes.count > marker.count else { return nil }
+            var start = 0
+            while start + marker.count < bytes.count {
+                if bytes[start] == marker[0], (1..<marker.count).allSatisfy({ bytes[start + $0] == marker[$0] }) { break }
+                start += 1
+            }
+            var seq = 0
+            var index = start + marker.count
+            while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
+                seq = seq * 10 + Int(bytes[index] &- UInt8(ascii: "0"))
+                index += 1
+            }
+            return index > start + marker.count ? seq : nil
         }
-        guard digits > 0 else { return }
+        guard let seq = found else { return }
         arrivals.withLockedValue { $0[seq, default: []].append(arrival) }
     }
 
