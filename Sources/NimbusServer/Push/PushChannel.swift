@@ -58,7 +58,7 @@ struct PushChannel: Sendable {
                 }
             }
             if let missed = try await store.catchUp(device: deviceID, for: recipient, now: Self.nowMillis()) {
-                connection.enqueue(PushFrame(sequence: 0, payload: ByteBuffer(string: Self.coalescedPayload(missed))))
+                connection.enqueue(PushFrame(sequence: 0, payload: Self.coalescedPayload(missed)))
             }
             return .accepted(connection)
         } catch let error as CloudKitError {

@@ -3,12 +3,34 @@ import NIOCore
 import NIOWebSocket
 import NimbusStore
 
-/// One push frame: a notification's payload, encoded once and shared by every connection
-/// it goes to.
+/// One push frame: a notification's payload as a complete WebSocket text frame, encoded
+/// once and shared by every connection it goes to.
 struct PushFrame: Sendable {
     /// The recipient's sequence number of the notification (0 for a catch-up push).
     var sequence: Int64
-    var payload: ByteBuffer
+    /// The frame as it goes on the wire: header (FIN, text, unmasked as a server's frames
+    /// are, RFC 6455 §5.1) and payload in one buffer.
+    var wire: ByteBuffer
+
+    init(sequence: Int64, payload: String) {
+        self.sequence = sequence
+        let length = payload.utf8.count
+        var wire = ByteBuffer()
+        wire.reserveCapacity(length + 10)
+        wire.writeInteger(UInt8(0x81))  // FIN | text
+        switch length {
+        case ..<126:
+            wire.writeInteger(UInt8(length))
+        case ..<65_536:
+            wire.writeInteger(UInt8(126))
+            wire.writeInteger(UInt16(length))
+        default:
+            wire.writeInteger(UInt8(127))
+            wire.writeInteger(UInt64(length))
+        }
+        wire.writeString(payload)
+        self.wire = wire
+    }
 }
 
 /// A connected device: whose it is, and the frames on their way to its socket.
@@ -26,6 +48,9 @@ final class PushConnection: Sendable {
     let channel: any Channel
     let bufferLimit: Int
     private let state = NIOLockedValueBox(State())
+    /// Where pushes enter the pipeline: below the WebSocket frame encoder, since they are
+    /// encoded already (set by ``open(below:)``, used on the channel's loop only).
+    private let writer = NIOLockedValueBox<NIOLoopBound<ChannelHandlerContext>?>(nil)
 
     private struct State {
         var phase = Phase.opening([])
@@ -85,7 +110,9 @@ final class PushConnection: Sendable {
     }
 
     /// The WebSocket is ready: writes the frames that waited for it, and the rest as they come.
-    func open() {
+    /// `encoder` is the context of the channel's `WebSocketFrameEncoder`; on the channel's loop.
+    func open(below encoder: ChannelHandlerContext) {
+        writer.withLockedValue { $0 = NIOLoopBound(encoder, eventLoop: encoder.eventLoop) }
         state.withLockedValue { state in
             guard case .opening(let frames) = state.phase else { return }
             state.phase = .open
@@ -106,7 +133,13 @@ final class PushConnection: Sendable {
                     if case .success = result { state.deliveredThrough = max(state.deliveredThrough, frame.sequence) }
                 }
             }
-            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: frame.payload), promise: promise)
+            // The frame is encoded already: it enters the pipeline below the frame encoder,
+            // one buffer shared by every device, no per-device header or frame value.
+            guard let encoder = self.writer.withLockedValue({ $0 })?.value else {
+                promise.fail(ChannelError.ioOnClosedChannel)
+                return
+            }
+            encoder.writeAndFlush(NIOAny(frame.wire), promise: promise)
         }
     }
 

@@ -81,7 +81,7 @@ public actor PushHub {
     public func deliver(_ notifications: [StoredNotification]) {
         for notification in notifications {
             if let connections = devices[notification.recipient] {
-                let frame = PushFrame(sequence: notification.sequence, payload: ByteBuffer(string: notification.payload))
+                let frame = PushFrame(sequence: notification.sequence, payload: notification.payload)
                 for connection in connections.values {
                     if notification.originated(byDevice: connection.deviceID) {
                         connection.skip(through: notification.sequence)

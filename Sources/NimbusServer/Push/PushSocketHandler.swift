@@ -32,7 +32,11 @@ final class PushSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.read()
         switch role {
         case .accepted(let connection):
-            connection.open()
+            do {
+                connection.open(below: try context.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self))
+            } catch {
+                context.close(promise: nil)
+            }
         case .refused(let code, let reason):
             closeSent = true
             var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
