@@ -62,6 +62,34 @@ struct PushDeliveryTests {
         }
     }
 
+    /// A fan-out hands each event loop its devices' writes a few at a time; with more devices
+    /// than fit in one hand-off, every device still gets every push, once, in commit order.
+    @Test(arguments: Engine.available) func everyDeviceOfAUserWithManyDevicesGetsEachPushOnceInOrder(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            _ = try await alice.createZone("ReadingList")
+            #expect(try await alice.subscribe(zoneSubscription("reading-list", zone: "ReadingList")).status == 200)
+            var devices: [PushTestDevice] = []
+            for index in 0..<41 {
+                devices.append(try await PushTestDevice.connect(alice, deviceID: "device-\(index)"))
+            }
+            for index in 0..<3 {
+                let saved = try await alice.onDevice("laptop").modify(
+                    "ReadingList", [op("create", "article-\(index)", "Bookmark")])
+                #expect(saved.status == 200)
+            }
+            let nids = try await alice.allNotifications().map { $0["notificationID"]?.string }
+            #expect(nids.count == 3)
+            for device in devices {
+                var received: [String?] = []
+                for _ in 0..<3 { received.append(try await device.next()["ck"]?["nid"]?.string) }
+                #expect(received == nids)
+                #expect(await device.pending == 0)
+            }
+            for device in devices { await device.disconnect() }
+        }
+    }
+
     @Test(arguments: Engine.available) func anOfflineDeviceGetsOneCoalescedPushOnReconnectAndReadsTheRestFromTheCollection(engine: Engine) async throws {
         try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")

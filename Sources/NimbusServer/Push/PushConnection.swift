@@ -82,6 +82,20 @@ final class PushConnection: Sendable {
 
     /// Queues a frame for the socket; never waits. Closes the connection when it is full.
     func enqueue(_ frame: PushFrame) {
+        // Scheduled while holding the lock, so frames reach the loop in enqueue order.
+        admit(frame) { write($0) }
+    }
+
+    /// Queues a frame as part of a fan-out: its write joins `batch`, which hands each event
+    /// loop its writes a few connections at a time (the hub flushes the rest when the
+    /// delivery ends, so a connection's frames still reach its loop in delivery order).
+    func enqueue(_ frame: PushFrame, into batch: inout PushWriteBatch) {
+        admit(frame) { batch.add(self, $0) }
+    }
+
+    /// Counts a frame in, or keeps it until ``open(below:)``, or closes a full connection;
+    /// `schedule` runs under the lock for a frame to write now.
+    private func admit(_ frame: PushFrame, schedule: (PushFrame) -> Void) {
         let overflow = state.withLockedValue { state -> Bool in
             switch state.phase {
             case .closed:
@@ -101,8 +115,7 @@ final class PushConnection: Sendable {
                     return true
                 }
                 state.inFlight += 1
-                // Scheduled while holding the lock, so frames reach the loop in enqueue order.
-                write(frame)
+                schedule(frame)
                 return false
             }
         }
@@ -124,23 +137,25 @@ final class PushConnection: Sendable {
 
     /// Schedules the write on the channel's loop (never inline, so no callback runs under the lock).
     private func write(_ frame: PushFrame) {
-        let channel = channel
-        channel.eventLoop.execute {
-            let promise = channel.eventLoop.makePromise(of: Void.self)
-            promise.futureResult.whenComplete { result in
-                self.state.withLockedValue { state in
-                    state.inFlight -= 1
-                    if case .success = result { state.deliveredThrough = max(state.deliveredThrough, frame.sequence) }
-                }
+        channel.eventLoop.execute { self.writeOnLoop(frame) }
+    }
+
+    /// Writes a frame; on the channel's event loop.
+    fileprivate func writeOnLoop(_ frame: PushFrame) {
+        let promise = channel.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.whenComplete { result in
+            self.state.withLockedValue { state in
+                state.inFlight -= 1
+                if case .success = result { state.deliveredThrough = max(state.deliveredThrough, frame.sequence) }
             }
-            // The frame is encoded already: it enters the pipeline below the frame encoder,
-            // one buffer shared by every device, no per-device header or frame value.
-            guard let encoder = self.writer.withLockedValue({ $0 })?.value else {
-                promise.fail(ChannelError.ioOnClosedChannel)
-                return
-            }
-            encoder.writeAndFlush(NIOAny(frame.wire), promise: promise)
         }
+        // The frame is encoded already: it enters the pipeline below the frame encoder,
+        // one buffer shared by every device, no per-device header or frame value.
+        guard let encoder = writer.withLockedValue({ $0 })?.value else {
+            promise.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        encoder.writeAndFlush(NIOAny(frame.wire), promise: promise)
     }
 
     /// The heartbeat, from the sweeper: pings the device every `interval`, and closes the
@@ -221,5 +236,35 @@ final class PushConnection: Sendable {
             return now - since >= timeout
         }
         if stalled { close() }
+    }
+}
+
+/// The writes of one fan-out, grouped by event loop and handed to each loop a few at a time:
+/// one task per `chunk` devices instead of one per device, and the first writes start
+/// before the whole fan-out has been queued.
+struct PushWriteBatch {
+    static let chunk = 16
+    private var loops: [ObjectIdentifier: (loop: any EventLoop, writes: [(PushConnection, PushFrame)])] = [:]
+
+    mutating func add(_ connection: PushConnection, _ frame: PushFrame) {
+        let loop = connection.channel.eventLoop
+        let key = ObjectIdentifier(loop)
+        loops[key, default: (loop, [])].writes.append((connection, frame))
+        if let pending = loops[key], pending.writes.count >= Self.chunk {
+            loops[key]?.writes = []
+            Self.hand(pending.writes, to: loop)
+        }
+    }
+
+    /// Hands each event loop the writes still pending, in the order they were added.
+    mutating func flush() {
+        for (loop, writes) in loops.values where !writes.isEmpty { Self.hand(writes, to: loop) }
+        loops = [:]
+    }
+
+    private static func hand(_ writes: [(PushConnection, PushFrame)], to loop: any EventLoop) {
+        loop.execute {
+            for (connection, frame) in writes { connection.writeOnLoop(frame) }
+        }
     }
 }

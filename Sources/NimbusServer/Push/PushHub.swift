@@ -79,6 +79,8 @@ public actor PushHub {
     /// Queues each notification for every connected device of its recipient except the one
     /// that made the change, and wakes the recipient's web couriers. Returns at once.
     public func deliver(_ notifications: [StoredNotification]) {
+        var batch = PushWriteBatch()
+        defer { batch.flush() }
         for notification in notifications {
             if let connections = devices[notification.recipient] {
                 let frame = PushFrame(sequence: notification.sequence, payload: notification.payload)
@@ -86,7 +88,7 @@ public actor PushHub {
                     if notification.originated(byDevice: connection.deviceID) {
                         connection.skip(through: notification.sequence)
                     } else {
-                        connection.enqueue(frame)
+                        connection.enqueue(frame, into: &batch)
                     }
                 }
             }
