@@ -35,13 +35,13 @@ struct PushFrame: Sendable {
 
 /// A connected device: whose it is, and the frames on their way to its socket.
 ///
-/// The hub hands frames to ``enqueue(_:)``, which never waits: it passes each one to the
-/// channel's event loop to be written (in order) and counts it until the write completes.
-/// No task per connection is involved. A connection with ``bufferLimit`` frames still
+/// The hub hands frames to ``enqueue(_:into:)`` (others to ``enqueue(_:)``), which never
+/// waits: each frame goes to the channel's event loop to be written (in order) and is
+/// counted until the write completes. No task per connection is involved. A connection with ``bufferLimit`` frames still
 /// unwritten (its device does not read fast enough, or not at all) is closed rather than
 /// grow or hold anyone up: the device reconnects and gets one coalesced push for what it
 /// missed. Frames that arrive while the WebSocket upgrade is still completing wait until
-/// ``open()``.
+/// ``open(below:)``.
 final class PushConnection: Sendable {
     let recipient: NotificationRecipient
     let deviceID: String
