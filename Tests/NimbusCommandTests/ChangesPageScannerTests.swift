@@ -30,6 +30,19 @@ struct ChangesPageScannerTests {
         #expect(!page.moreComing)
     }
 
+    @Test func skimsTokenAndMoreComingButStillChecksTheRecords() throws {
+        let skimmed = try ChangesPageScanner.skim(
+            ByteBuffer(string: #"{"moreComing":true,"records":[\#(record(#""a""#))],"syncToken":"t2"}"#))
+        #expect(skimmed.syncToken == "t2")
+        #expect(skimmed.moreComing)
+        #expect(throws: BenchError.self) {
+            try ChangesPageScanner.skim(ByteBuffer(string: #"{"records":[{"a":tru}],"syncToken":"t","moreComing":false}"#))
+        }
+        #expect(throws: BenchError.self) {
+            try ChangesPageScanner.skim(ByteBuffer(string: #"{"records":{},"syncToken":"t","moreComing":false}"#))
+        }
+    }
+
     @Test(arguments: [
         #"{"records":[],"syncToken":"t","moreComing":false"#,  // truncated
         #"{"records":[],"syncToken":"t","moreComing":false} x"#,  // text after

@@ -18,22 +18,38 @@ struct ChangesPageScanner {
 
     /// Checks and reads one `records/changes` answer.
     static func scan(_ buffer: ByteBuffer) throws -> BenchClient.ChangesPage {
+        try read(buffer, names: true)
+    }
+
+    /// Checks one `records/changes` answer and reads only its `syncToken` and `moreComing`
+    /// (the records are checked, not read).
+    static func skim(_ buffer: ByteBuffer) throws -> (syncToken: String, moreComing: Bool) {
+        let page = try read(buffer, names: false)
+        return (page.syncToken, page.moreComing)
+    }
+
+    private static func read(_ buffer: ByteBuffer, names: Bool) throws -> BenchClient.ChangesPage {
         let result = buffer.readableBytesView.withContiguousStorageIfAvailable { bytes in
             var scanner = ChangesPageScanner(bytes)
-            return Result { try scanner.page() }
+            return Result { try scanner.page(readingNames: names) }
         }
         guard let result else { throw BenchError("records/changes: the answer is not contiguous") }
         return try result.get()
     }
 
-    private mutating func page() throws -> BenchClient.ChangesPage {
+    private mutating func page(readingNames: Bool) throws -> BenchClient.ChangesPage {
         var names: [String]?
         var syncToken: String?
         var moreComing: Bool?
         try expect(UInt8(ascii: "{"))
         try members { scanner, key in
             switch key {
-            case "records": names = try scanner.records()
+            case "records" where readingNames: names = try scanner.records()
+            case "records":
+                scanner.skipWhitespace()
+                guard try scanner.peek() == UInt8(ascii: "[") else { throw scanner.failure("records is not an array") }
+                try scanner.skipValue()
+                names = []
             case "syncToken": syncToken = try scanner.string()
             case "moreComing": moreComing = try scanner.bool()
             default: try scanner.skipValue()
