@@ -121,10 +121,13 @@ let package = Package(
             path: "Examples/reading-list",
             swiftSettings: swiftSettings
         ),
+        // `nimbus bench push`'s raw sockets: epoll and the kernel's receive timestamps.
+        .target(name: "CBenchSockets"),
         // The `nimbus` command: serve, provisioning, bench, demo.
         .executableTarget(
             name: "nimbus",
             dependencies: [
+                "CBenchSockets",
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusServer",
@@ -135,9 +138,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                // `nimbus bench push` connects real WebSocket devices.
+                // The benches' HTTP requests and buffers.
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
@@ -158,11 +160,14 @@ let package = Package(
             dependencies: ["NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore"],
             swiftSettings: swiftSettings
         ),
-        // The `nimbus` command's own parts (the bench client's page scanner).
+        // The `nimbus` command's own parts (the bench client's page scanner, the push bench's devices).
         .testTarget(
             name: "NimbusCommandTests",
             dependencies: [
                 "nimbus",
+                "NimbusServer",
+                "NimbusStore",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings

@@ -2,10 +2,8 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -48,11 +46,17 @@ struct PushBenchCommand: AsyncParsableCommand {
         name: .long,
         help: "With --postgres: server nodes. With 2, devices connect to node 1 and saves go through node 2, so every push crosses nodes.")
     var nodes = 1
+    @Option(
+        name: .long,
+        help: "Threads reading the devices' sockets in the latency runs (each an epoll loop; devices dealt in turn).")
+    var deviceThreads = 1
 
     static func list(_ text: String) -> [Int] { text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
     func validate() throws {
-        guard rate >= 1, duration >= 1 else { throw ValidationError("--rate and --duration must be positive") }
+        guard rate >= 1, duration >= 1, deviceThreads >= 1 else {
+            throw ValidationError("--rate, --duration and --device-threads must be positive")
+        }
         guard nodes >= 1, nodes == 1 || postgres != nil else {
             throw ValidationError("--nodes above 1 needs --postgres-url (SQLite serves one node)")
         }
@@ -72,7 +76,7 @@ struct PushBenchCommand: AsyncParsableCommand {
             for mode in fanout.split(separator: ",").map(String.init) {
                 for count in Self.list(devices) {
                     let result = try await PushLatencyRun(
-                        devices: count, allOneUser: mode == "user", rate: rate, seconds: duration,
+                        devices: count, deviceThreads: deviceThreads, allOneUser: mode == "user", rate: rate, seconds: duration,
                         setup: ServerProcess.Setup(postgres: postgres, nodes: nodes)
                     ).run()
                     latency.append(result)
@@ -266,76 +270,6 @@ final class ServerProcess: Sendable {
     }
 }
 
-// MARK: - Devices
-
-/// Arrival times of pushes, by the `seq` their `af` carries.
-final class PushArrivalLog: Sendable {
-    private let arrivals = NIOLockedValueBox<[Int: [ContinuousClock.Instant]]>([:])
-    private let connected = NIOLockedValueBox(0)
-
-    private static let seqMarker = Array(#""seq":"#.utf8)
-
-    /// Notes a push frame read at `arrival` (on the event loop that read it).
-    func record(_ frame: ByteBuffer, at arrival: ContinuousClock.Instant) {
-        // The seq is in `"af":{"seq":N}`; find it in the bytes (no parse, no String search:
-        // with 1 000 devices this runs 20 000 times a second on the cores the server uses).
-        let found = frame.withUnsafeReadableBytes { bytes -> Int? in
-            let marker = Self.seqMarker
-            guard bytes.count > marker.count else { return nil }
-            var start = 0
-            while start + marker.count < bytes.count {
-                if bytes[start] == marker[0], (1..<marker.count).allSatisfy({ bytes[start + $0] == marker[$0] }) { break }
-                start += 1
-            }
-            var seq = 0
-            var index = start + marker.count
-            while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
-                seq = seq * 10 + Int(bytes[index] &- UInt8(ascii: "0"))
-                index += 1
-            }
-            return index > start + marker.count ? seq : nil
-        }
-        guard let seq = found else { return }
-        arrivals.withLockedValue { $0[seq, default: []].append(arrival) }
-    }
-
-    func opened() { connected.withLockedValue { $0 += 1 } }
-    var openCount: Int { connected.withLockedValue { $0 } }
-    func times(_ seq: Int) -> [ContinuousClock.Instant] { arrivals.withLockedValue { $0[seq] ?? [] } }
-    var total: Int { arrivals.withLockedValue { $0.values.reduce(0) { $0 + $1.count } } }
-}
-
-/// Connects WebSocket devices and keeps them connected until `stop`.
-final class DeviceFleet: Sendable {
-    private let channels = NIOLockedValueBox<[any Channel]>([])
-    let log = PushArrivalLog()
-
-    /// Connects `urls.count` devices, at most `concurrency` connecting at once; returns when all are open.
-    func connect(_ urls: [String], concurrency: Int = 100) async throws {
-        let log = log
-        for start in stride(from: 0, to: urls.count, by: concurrency) {
-            let batch = try await withThrowingTaskGroup(of: (any Channel).self) { group in
-                for url in urls[start..<min(start + concurrency, urls.count)] {
-                    group.addTask {
-                        try await BenchWebSocketDevice.connect(
-                            url: url, group: MultiThreadedEventLoopGroup.singleton, onOpen: { log.opened() },
-                            onText: { frame, arrival in log.record(frame, at: arrival) })
-                    }
-                }
-                var opened: [any Channel] = []
-                for try await channel in group { opened.append(channel) }
-                return opened
-            }
-            channels.withLockedValue { $0 += batch }
-        }
-    }
-
-    func stop() async {
-        let all = channels.withLockedValue { $0 }
-        for channel in all { try? await channel.close() }
-    }
-}
-
 // MARK: - Latency
 
 struct PushLatencyResult: Sendable {
@@ -345,12 +279,17 @@ struct PushLatencyResult: Sendable {
     var rate: Int
     var pushes: Int
     var missing: Int
-    /// Milliseconds from the modify answer on A to the push frame on a device (negative: the push came first).
+    /// Milliseconds from the modify answer's arrival on A to the push frame's arrival on a
+    /// device, both as the kernel stamped them (negative: the push came first).
     var afterAnswer: [Double]
-    /// Milliseconds from sending the modify request to the push frame.
+    /// The same, from when the bench's threads read the answer and the frame.
+    var afterAnswerRead: [Double]
+    /// Milliseconds from sending the modify request to the push frame's arrival.
     var afterRequest: [Double]
-    /// Milliseconds from sending each modify request to A having read its answer.
+    /// Milliseconds from sending each modify request to its answer's arrival on A.
     var requestToAnswer: [Double]
+    /// Milliseconds from each answer's arrival on A to its save's first push frame (negative: before).
+    var firstPush: [Double]
     /// Milliseconds from a save's first push frame to its last (how long one fan-out takes).
     var fanOutSpread: [Double]
     /// `sqlite`, or `postgres, N nodes`.
@@ -369,11 +308,13 @@ struct PushLatencyResult: Sendable {
 
     var line: String {
         let answer = afterAnswer.map { max(0, $0) }
+        let read = afterAnswerRead.map { max(0, $0) }
         return String(
-            format: "push latency [%@], %5d devices (%@), %d saves/s: answer→push p50 %.2f ms  p99 %.2f ms  max %.2f ms (%.0f%% before the answer) | request→push p50 %.2f ms  p99 %.2f ms | request→answer p50 %.2f ms, fan-out first→last push p50 %.2f ms | %d pushes, %d missing",
+            format: "push latency [%@], %5d devices (%@), %d saves/s: answer→push p50 %.2f ms  p99 %.2f ms  max %.2f ms (%.0f%% before the answer; as read by the bench's threads p50 %.2f  p99 %.2f ms) | request→push p50 %.2f ms  p99 %.2f ms | request→answer p50 %.2f ms, fan-out: first push %+.2f ms from the answer, first→last p50 %.2f ms | %d pushes, %d missing",
             storage, devices, mode, rate, percentile(answer, 0.5), percentile(answer, 0.99), answer.max() ?? .nan,
-            pushedFirst * 100, percentile(afterRequest, 0.5), percentile(afterRequest, 0.99),
-            percentile(requestToAnswer, 0.5), percentile(fanOutSpread, 0.5), pushes, missing)
+            pushedFirst * 100, percentile(read, 0.5), percentile(read, 0.99), percentile(afterRequest, 0.5),
+            percentile(afterRequest, 0.99), percentile(requestToAnswer, 0.5), percentile(firstPush, 0.5),
+            percentile(fanOutSpread, 0.5), pushes, missing)
     }
 
     var json: JSON {
@@ -383,9 +324,12 @@ struct PushLatencyResult: Sendable {
             "saves": .int(saves), "pushes": .int(pushes), "missing": .int(missing),
             "answerToPushP50Ms": .double(percentile(answer, 0.5)), "answerToPushP99Ms": .double(percentile(answer, 0.99)),
             "answerToPushMaxMs": .double(answer.max() ?? 0), "pushedBeforeAnswer": .double(pushedFirst),
+            "answerToPushAsReadP50Ms": .double(percentile(afterAnswerRead.map { max(0, $0) }, 0.5)),
+            "answerToPushAsReadP99Ms": .double(percentile(afterAnswerRead.map { max(0, $0) }, 0.99)),
             "requestToPushP50Ms": .double(percentile(afterRequest, 0.5)),
             "requestToPushP99Ms": .double(percentile(afterRequest, 0.99)),
             "requestToAnswerP50Ms": .double(percentile(requestToAnswer, 0.5)),
+            "firstPushAfterAnswerP50Ms": .double(percentile(firstPush, 0.5)),
             "fanOutSpreadP50Ms": .double(percentile(fanOutSpread, 0.5)),
         ]
     }
@@ -396,6 +340,7 @@ struct PushLatencyResult: Sendable {
 /// `desiredKeys: ["seq"]` puts it in the push (`af`), so every frame is matched to its save.
 struct PushLatencyRun {
     var devices: Int
+    var deviceThreads: Int
     var allOneUser: Bool
     var rate: Int
     var seconds: Int
@@ -407,7 +352,7 @@ struct PushLatencyRun {
 
     private func run(on server: ServerProcess) async throws -> PushLatencyResult {
         let http = HTTPClient.shared
-        let fleet = DeviceFleet()
+        let fleet = try DeviceFleet(threads: deviceThreads)
 
         // Users: one for all devices, or one per device. Each user subscribes.
         let userCount = allOneUser ? 1 : devices
@@ -434,59 +379,66 @@ struct PushLatencyRun {
         }
         try await fleet.connect(urls)
 
-        // Warm up: a few saves whose pushes are not counted.
-        for seq in 0..<20 {
-            _ = try await save(server, http, user: users[seq % users.count], seq: -1 - seq)
-        }
-
+        // Device A saves on its own thread, one HTTP/1.1 connection, a steady rate after a
+        // few warm-up saves whose pushes are not counted.
+        let warmUps = 20
         let saves = rate * seconds
-        let interval = Duration.seconds(1) / rate
-        let start = ContinuousClock.now + .milliseconds(100)
-        let timings = try await withThrowingTaskGroup(of: (Int, ContinuousClock.Instant, ContinuousClock.Instant).self) { group in
-            for seq in 0..<saves {
-                let due = start + interval * seq
-                try await Task.sleep(until: due)
-                let user = users[seq % users.count]
-                group.addTask {
-                    let sent = ContinuousClock.now
-                    try await save(server, http, user: user, seq: seq)
-                    return (seq, sent, ContinuousClock.now)
-                }
+        let targets = try users.map { try BenchEndpoint(server.url("records/modify", webAuthToken: $0.token)).target }
+        let writeBase = server.writeBaseURL
+        let interval = 1_000_000_000 / Int64(rate)
+        let timings = try await Self.onThread { () throws -> [Int: (sent: Int64, answered: Arrival)] in
+            let connection = try BenchHTTPConnection(writeBase)
+            for seq in 0..<warmUps {
+                _ = try Self.save(connection, target: targets[seq % targets.count], seq: -1 - seq)
             }
-            var timings: [Int: (sent: ContinuousClock.Instant, answered: ContinuousClock.Instant)] = [:]
-            for try await (seq, sent, answered) in group { timings[seq] = (sent, answered) }
+            var timings: [Int: (sent: Int64, answered: Arrival)] = [:]
+            let start = BenchSocket.now + 100_000_000
+            for seq in 0..<saves {
+                let wait = start + interval * Int64(seq) - BenchSocket.now
+                if wait > 0 { usleep(UInt32(wait / 1000)) }
+                let answer = try Self.save(connection, target: targets[seq % targets.count], seq: seq)
+                timings[seq] = (answer.sent, answer.arrival)
+            }
             return timings
         }
-        let expected = saves * (allOneUser ? devices : 1)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while fleet.log.total < expected + 20 * (allOneUser ? devices : 1), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        await fleet.stop()
+        let perSave = allOneUser ? devices : 1
+        let expected = saves * perSave
+        // Missing pushes are counted, not fatal: wait a while for the last, then report.
+        try? await fleet.waitForPushes(expected + warmUps * perSave, timeout: .seconds(30))
+        let arrivalsBySeq = await fleet.stop()
+        if let failure = fleet.failure { throw BenchError("a device failed during the run: \(failure)") }
 
         var afterAnswer: [Double] = []
+        var afterAnswerRead: [Double] = []
         var afterRequest: [Double] = []
         var pushes = 0
         var answers: [Double] = []
         var spreads: [Double] = []
+        var firsts: [Double] = []
         for seq in 0..<saves {
             guard let timing = timings[seq] else { continue }
-            let arrivals = fleet.log.times(seq)
+            let arrivals = arrivalsBySeq[seq] ?? []
             for arrival in arrivals {
                 pushes += 1
-                afterAnswer.append((arrival - timing.answered).milliseconds)
-                afterRequest.append((arrival - timing.sent).milliseconds)
+                afterAnswer.append(arrival.milliseconds(after: timing.answered.kernel))
+                afterAnswerRead.append(Double(arrival.read - timing.answered.read) / 1_000_000)
+                afterRequest.append(arrival.milliseconds(after: timing.sent))
             }
-            answers.append((timing.answered - timing.sent).milliseconds)
-            if let first = arrivals.min(), let last = arrivals.max() { spreads.append((last - first).milliseconds) }
+            answers.append(timing.answered.milliseconds(after: timing.sent))
+            let kernelTimes = arrivals.map(\.kernel)
+            if let first = kernelTimes.min(), let last = kernelTimes.max() {
+                spreads.append(Double(last - first) / 1_000_000)
+                firsts.append(Double(first - timing.answered.kernel) / 1_000_000)
+            }
         }
         return PushLatencyResult(
             devices: devices, allOneUser: allOneUser, saves: saves, rate: rate, pushes: pushes,
-            missing: expected - pushes, afterAnswer: afterAnswer, afterRequest: afterRequest, requestToAnswer: answers,
-            fanOutSpread: spreads, storage: setup.label)
+            missing: expected - pushes, afterAnswer: afterAnswer, afterAnswerRead: afterAnswerRead, afterRequest: afterRequest,
+            requestToAnswer: answers, firstPush: firsts, fanOutSpread: spreads, storage: setup.label)
     }
 
-    func save(_ server: ServerProcess, _ http: HTTPClient, user: (token: String, recordName: String), seq: Int) async throws {
+    /// Saves one `Ping` record carrying `seq`; throws unless the answer is a saved record.
+    static func save(_ connection: BenchHTTPConnection, target: String, seq: Int) throws -> BenchHTTPConnection.Answer {
         let body: JSON = [
             "zoneID": ["zoneName": "Bench"],
             "operations": [[
@@ -494,7 +446,19 @@ struct PushLatencyRun {
                 "record": ["recordType": "Ping", "fields": ["seq": ["value": .int(seq), "type": "INT64"]]],
             ]],
         ]
-        _ = try await server.post(http, "records/modify", webAuthToken: user.token, device: "A", body)
+        let answer = try connection.post(target, headers: [("X-Nimbus-Device-ID", "A")], body: body.serializedBytes())
+        let text = String(decoding: answer.body, as: UTF8.self)
+        guard answer.status == 200, !text.contains("serverErrorCode") else {
+            throw BenchError("records/modify failed (\(answer.status)): \(text.prefix(300))")
+        }
+        return answer
+    }
+
+    /// Runs blocking `work` on a thread of its own (not one of Swift concurrency's few).
+    static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
     }
 }
 
@@ -537,20 +501,20 @@ struct IdleMemoryRun {
         var users: [String] = []
         for index in 0..<min(100, connections) { users.append(try await server.user("idle\(index)").token) }
         // Warm the server: a connection opened and closed, so the baseline holds the code paths.
-        let warm = DeviceFleet()
+        let warm = try DeviceFleet()
         try await warm.connect([server.pushURL(webAuthToken: users[0], device: "warm")])
-        await warm.stop()
+        _ = await warm.stop()
         try await Task.sleep(for: .seconds(1))
         let baseline = server.residentBytes
 
-        let fleet = DeviceFleet()
+        let fleet = try DeviceFleet()
         let urls = (0..<connections).map { server.pushURL(webAuthToken: users[$0 % users.count], device: "idle-\($0)") }
         let started = ContinuousClock.now
         try await fleet.connect(urls, concurrency: 200)
         let connectSeconds = (ContinuousClock.now - started).milliseconds / 1000
         try await Task.sleep(for: .seconds(2))
         let connected = server.residentBytes
-        await fleet.stop()
+        _ = await fleet.stop()
         return IdleMemoryResult(
             connections: connections, baselineBytes: baseline, connectedBytes: connected, connectSeconds: connectSeconds)
     }
