@@ -1,3 +1,4 @@
+import NimbusProtocol
 import NimbusStore
 import PostgresNIO
 
