@@ -45,6 +45,8 @@ let package = Package(
             dependencies: [
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // Signing sync tokens (HMAC-SHA256 with the server's secret).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -66,6 +66,23 @@ extension PostgresStore {
         Migration(version: 4, statements: querySchema),
         Migration(version: 5, statements: versionIndexOnlyForFeeds),
         Migration(version: 6, statements: writtenRecords),
+        Migration(version: 7, statements: serverSecrets),
+    ]
+
+    /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created
+    /// once by the first node that needs one and read by every other, and web push tokens
+    /// only as issued: rows an earlier release inserted for a token a client registered
+    /// without `tokens/create` (`registered_at = created_at`) are removed, as in SQLite's
+    /// `v5-server-secret`.
+    private static let serverSecrets = [
+        """
+        CREATE TABLE server_secrets (
+            name text COLLATE "C" PRIMARY KEY,
+            secret bytea NOT NULL,
+            created_at bigint NOT NULL
+        )
+        """,
+        "DELETE FROM push_tokens WHERE registered_at = created_at",
     ]
 
     /// A record's wire form around its fields (``StoredRecord/wireHead``,

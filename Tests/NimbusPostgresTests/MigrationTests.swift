@@ -34,6 +34,27 @@ extension PostgresTests {
             }
         }
 
+        /// Version 7 on the tables of version 6: tokens a client registered without
+        /// `tokens/create` (inserted registered, `registered_at = created_at`) go; issued ones stay.
+        @Test func version7RemovesThePushTokensTheServerNeverIssued() async throws {
+            try await TestPostgres.withNodes { stores in
+                let store = stores[0]
+                try await store.rows("DROP TABLE server_secrets")
+                for (token, created, registered) in [("issued", 1, nil), ("issued-registered", 1, 5), ("made-up", 7, 7)] as [(String, Int64, Int64?)] {
+                    try await store.rows(
+                        """
+                        INSERT INTO push_tokens (token, container, environment, recipient, apns_environment, created_at,
+                            registered_at)
+                        VALUES (\(token), 'c', 'development', '_alice', 'development', \(created), \(registered))
+                        """)
+                }
+                let version7 = try #require(PostgresStore.migrations.first { $0.version == 7 })
+                for statement in version7.statements { try await store.rows(PostgresQuery(unsafeSQL: statement)) }
+                let left = try await store.rows("SELECT token FROM push_tokens ORDER BY token").map { try $0.decode(String.self) }
+                #expect(left == ["issued", "issued-registered"])
+            }
+        }
+
         @Test func nodesStartingTogetherMigrateOnce() async throws {
             let schema = TestPostgres.freshSchema()
             let stores = try await withThrowingTaskGroup(of: PostgresStore.self) { group in

@@ -147,7 +147,7 @@ struct NotificationCollectionTests {
         #expect(remaining.notifications.count == 1)
         // A token from before the compacted notification can no longer be trusted.
         await #expect(throws: CloudKitError.self) {
-            _ = try await store.notificationChanges(for: recipient, since: NotificationToken.encode(0), limit: 10)
+            _ = try await store.notificationChanges(for: recipient, since: store.changeTokens.notifications(sequence: 0, for: recipient), limit: 10)
         }
         // One taken after it still reads what came since.
         #expect(try await store.notificationChanges(for: recipient, since: early, limit: 10).notifications.count == 1)
