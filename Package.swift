@@ -41,6 +41,8 @@ let package = Package(
             dependencies: [
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // Stored values that no longer decode are logged, not thrown.
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -96,6 +98,8 @@ let package = Package(
                 "Nimbus",
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // Stored values that no longer decode are logged, not thrown.
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -213,8 +217,9 @@ let package = Package(
                 .product(name: "WSClient", package: "swift-websocket"),
                 // Reaching into the store's file to prove notifications share the write's transaction.
                 .product(name: "GRDB", package: "GRDB.swift"),
-                // Dropping each PostgreSQL test's schema.
+                // Dropping each PostgreSQL test's schema; rows written straight to storage.
                 "NimbusPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

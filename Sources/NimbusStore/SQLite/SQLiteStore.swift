@@ -137,6 +137,7 @@ public final class SQLiteStore: Sendable {
                     """)
         }
         migrator.registerMigration("v4-query", migrate: migrateV4)
+        migrator.registerMigration("v6-repair-values", migrate: migrateV6RepairValues)
         return migrator
     }
 }
