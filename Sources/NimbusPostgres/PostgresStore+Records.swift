@@ -115,7 +115,9 @@ extension PostgresStore: RecordStore {
     /// bytes are appended to the page as they are — PostgreSQL guarantees a `text` value of a
     /// UTF-8 database is valid UTF-8, so nothing is validated or decoded. A page holding a
     /// row without the written form of its version (written before version 6, or by a node
-    /// of an older release) is read again through ``recordChanges(zone:since:limit:in:)``.
+    /// of an older release), or whose fields contain the bytes `null` (possibly a value that
+    /// does not decode: ``StoredRecord/servableFieldsJSON``), is read again through
+    /// ``recordChanges(zone:since:limit:in:)``.
     public func writtenRecordChanges(
         zone: String, since token: String?, limit: Int, zoneClosing: String, in database: DatabaseKey
     ) async throws -> WrittenRecordChangesPage {

@@ -32,10 +32,7 @@ extension CloudKitAPI {
         var zoneIDs: [ZoneID] = []
         for reader in readers {
             // Accept both {zoneName, ownerRecordName} and {zoneID: {...}}.
-            let zoneReader = try reader.optional("zoneID") ?? reader
-            let zoneID = try ZoneID(wire: zoneReader)
-            try call.identity.checkOwner(of: zoneID)
-            zoneIDs.append(zoneID)
+            zoneIDs.append(try call.requestZoneID(try reader.optional("zoneID") ?? reader))
         }
         let found = try await store.lookupZones(zoneIDs.map(\.zoneName), in: call.database)
         let zones: [JSON] = try zip(zoneIDs, found).map { zoneID, zone in
@@ -62,16 +59,14 @@ extension CloudKitAPI {
         for reader in readers {
             let typeName = try reader.required("operationType").string()
             let zoneReader = try reader.required("zone")
-            let zoneID = try ZoneID(wire: try zoneReader.optional("zoneID") ?? zoneReader)
-            try call.identity.checkOwner(of: zoneID)
+            let zoneID = try call.requestZoneID(try zoneReader.optional("zoneID") ?? zoneReader)
             switch typeName {
             case "create":
                 guard call.identity.scope != .public else {
                     throw CloudKitError.badRequest("the public database has only the default zone; custom zones live in private databases")
                 }
-                guard zoneID.zoneName.utf8.count <= 255, !zoneID.zoneName.hasPrefix("_") else {
-                    throw CloudKitError.badRequest(
-                        "'\(zoneReader.path)': a zone name is at most 255 bytes and may not start with '_'")
+                guard !zoneID.zoneName.hasPrefix("_") else {
+                    throw CloudKitError.badRequest("'\(zoneReader.path)': a zone name may not start with '_'")
                 }
                 operations.append(.create(zoneName: zoneID.zoneName))
             case "delete", "forceDelete":

@@ -160,6 +160,7 @@ public final class SQLiteStore: Sendable {
         }
         migrator.registerMigration("v4-query", migrate: migrateV4)
         migrator.registerMigration("v5-server-secret", migrate: migrateV5)
+        migrator.registerMigration("v6-repair-values", migrate: migrateV6RepairValues)
         return migrator
     }
 }

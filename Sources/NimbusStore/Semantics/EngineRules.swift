@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NimbusProtocol
 
 /// The answers every engine gives alike when reading a feed: the errors for a missing zone,
@@ -172,7 +173,7 @@ public enum DeleteSelfReferences {
     /// The names of the records a live record references with `DELETE_SELF`.
     public static func targets(of record: StoredRecord) throws(CloudKitError) -> Set<String> {
         guard !record.deleted, mentioned(in: record.fieldsJSON) else { return [] }
-        return Set(try record.fields().values.flatMap(\.references).filter { $0.action == .deleteSelf }.map(\.recordName))
+        return Set(record.fields().values.flatMap(\.references).filter { $0.action == .deleteSelf }.map(\.recordName))
     }
 }
 
@@ -193,12 +194,16 @@ public enum RandomToken {
 }
 
 extension SubscriptionDefinition {
-    /// Parses a definition an engine stored (the JSON of ``wireJSON(zoneOwner:)``).
-    public init(storedDefinition definition: String) throws(CloudKitError) {
+    /// Parses a definition an engine stored (the JSON of ``wireJSON(zoneOwner:)``); `nil`,
+    /// logged, for one that no longer parses (such as a filter value an older release stored
+    /// as `null`): it is left out of lists, lookups and matching, so it never fails the
+    /// reads and writes of others. The v6 repair migration deletes such subscriptions.
+    public init?(storedDefinition definition: String) {
         do {
             self = try SubscriptionDefinition(wire: WireReader(try JSON.parse(definition)))
         } catch {
-            throw CloudKitError(.internalError, "a stored subscription is corrupt: \(error)")
+            StoredRecord.logger.warning("a stored subscription does not decode and is ignored: \(error) in \(definition.prefix(300))")
+            return nil
         }
     }
 }
