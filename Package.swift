@@ -119,8 +119,6 @@ let package = Package(
                 "Nimbus",
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                // Stored values that no longer decode are logged, not thrown.
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
