@@ -48,17 +48,21 @@ public final class RunningServer: Sendable {
     }
 
     /// Opens the store and starts serving; returns once the port is bound.
-    /// - Parameter handleSignals: shut down gracefully on SIGINT and SIGTERM (`nimbus serve`).
+    /// - Parameters:
+    ///   - handleSignals: shut down gracefully on SIGINT and SIGTERM (`nimbus serve`).
+    ///   - delivery: what write paths hand committed notifications to, given the server's push
+    ///     hub (by default the hub itself); tests wrap the hub to record what is sent.
     public static func start(
         _ configuration: ServerConfiguration, handleSignals: Bool = false,
-        logger: Logger = Logger(label: "nimbus")
+        logger: Logger = Logger(label: "nimbus"),
+        delivery: @Sendable (PushHub) -> any PushDelivery = { $0 }
     ) async throws -> RunningServer {
         let store = try await configuration.storage.open(logger: logger)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let hub = PushHub()
         let api = CloudKitAPI(
-            store: store, accounts: store, onCommit: { commit in await hub.deliver(commit.notifications) },
-            notifications: store, push: hub, schemas: SchemaRegistry(store: store))
+            store: store, accounts: store, notifications: store, delivery: delivery(hub),
+            schemas: SchemaRegistry(store: store))
         let authenticator = Authenticator(accounts: store, signatureWindow: configuration.signatureWindow)
         let responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,

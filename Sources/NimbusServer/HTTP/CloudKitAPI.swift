@@ -6,12 +6,10 @@ import NimbusStore
 struct CloudKitAPI: Sendable {
     let store: any RecordStore
     let accounts: any AccountStore
-    /// Called after every commit that wrote something (push fan-out hooks in here).
-    let onCommit: @Sendable (CommitSummary) async -> Void
     /// Subscriptions, the notification collection and push tokens.
     let notifications: any NotificationStore
-    /// Delivers committed notifications to connected devices and web couriers.
-    let push: PushHub
+    /// Where every write path hands the notifications its commit created (the push hub).
+    let delivery: any PushDelivery
     /// The schemas of container environments: checked on saves and queries.
     let schemas: SchemaRegistry
 

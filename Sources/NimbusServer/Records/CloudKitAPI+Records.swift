@@ -78,7 +78,7 @@ extension CloudKitAPI {
         let policy = try await writePolicy(call)
         let outcome = try await store.modifyRecords(
             operations, zone: zoneID.zoneName, atomic: atomic, policy: policy, caller: caller, in: call.database)
-        if let commit = outcome.commit { await onCommit(commit) }
+        if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
 
         var items: [JSON] = []
         for (index, result) in outcome.results.enumerated() {

@@ -38,7 +38,7 @@ extension CloudKitAPI {
             [creation], zone: ZoneID.defaultZoneName, atomic: false,
             policy: WritePolicy(creatorOnlyWrites: false, now: Self.now()),
             caller: Caller(userRecordName: user.recordName), in: call.database)
-        if let commit = outcome.commit { await onCommit(commit) }
+        if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
         if case .saved(let stored)? = outcome.results.first { return stored }
         // It existed already (EXISTS), perhaps created by a concurrent request.
         return try await store.lookupRecords([user.recordName], zone: ZoneID.defaultZoneName, in: call.database)

@@ -77,7 +77,7 @@ extension CloudKitAPI {
             }
         }
         let outcome = try await store.modifyZones(operations, caller: call.identity.caller, in: call.database)
-        await push.deliver(outcome.notifications)
+        await delivery.deliver(outcome.notifications)
         let zones: [JSON] = try outcome.results.map { result in
             switch result {
             case .saved(let zone): return try zoneJSON(zone, call)
