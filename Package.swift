@@ -96,6 +96,8 @@ let package = Package(
                 "Nimbus",
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // Locks that exist on every platform the SDK supports (`Mutex` needs iOS 18).
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -107,6 +109,8 @@ let package = Package(
                 "NimbusProtocol",
                 "NimbusSync",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The push feed's lock-protected state.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Examples/ReadingList",
             swiftSettings: swiftSettings
@@ -157,7 +161,10 @@ let package = Package(
         ),
         .testTarget(
             name: "NimbusSyncTests",
-            dependencies: ["NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore"],
+            dependencies: [
+                "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The `nimbus` command's own parts (the bench client's page scanner, the push bench's devices).

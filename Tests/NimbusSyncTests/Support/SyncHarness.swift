@@ -4,8 +4,8 @@ import Nimbus
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NIOConcurrencyHelpers
 import NimbusSync
-import Synchronization
 
 /// A deterministic random source (SplitMix64), so every schedule replays from its seed.
 struct SeededGenerator: RandomNumberGenerator {
@@ -27,22 +27,29 @@ final class FaultyService: SyncService {
     let throttleRate: Double
     /// `records/modify` batches larger than this fail with limitExceeded.
     let maxBatch: Int
-    private let state: Mutex<(rng: SeededGenerator, calls: [String: Int])>
+    private let state: NIOLockedValueBox<(rng: SeededGenerator, calls: [String: Int], failures: [String: NimbusError])>
 
     init(base: any SyncService, seed: UInt64, throttleRate: Double = 0, maxBatch: Int = .max) {
         self.base = base
         self.throttleRate = throttleRate
         self.maxBatch = maxBatch
-        self.state = Mutex((SeededGenerator(seed: seed), [:]))
+        self.state = NIOLockedValueBox((SeededGenerator(seed: seed), [:], [:]))
     }
 
-    func calls(_ name: String) -> Int { state.withLock { $0.calls[name, default: 0] } }
+    func calls(_ name: String) -> Int { state.withLockedValue { $0.calls[name, default: 0] } }
+
+    /// Makes every later call of `name` fail with `error` (nil: succeed again).
+    func fail(_ name: String, with error: NimbusError?) {
+        state.withLockedValue { $0.failures[name] = error }
+    }
 
     private func enter(_ name: String) throws {
-        let throttled = state.withLock { state -> Bool in
+        let (throttled, failure) = state.withLockedValue { state -> (Bool, NimbusError?) in
             state.calls[name, default: 0] += 1
-            return throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
+            let throttled = throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
+            return (throttled, state.failures[name])
         }
+        if let failure { throw failure }
         if throttled {
             var error = NimbusError(.requestRateLimited, "injected throttle")
             error.retryAfterSeconds = 0.002
@@ -108,6 +115,12 @@ final class SyncHarness: Sendable {
             credentials: .apiToken(apiToken, webAuthToken: webToken ?? self.webToken), deviceID: device)
     }
 
+    /// Retry waits that wait for nothing (throttling is retried at once).
+    static let noWaiting = SyncClock(sleep: { _ in
+        try Task.checkCancellation()
+        await Task.yield()
+    })
+
     func storePath(_ device: String) -> String { "\(directory)/\(device)/local.sqlite" }
 
     /// An engine for `device` over its (persistent) local store.
@@ -118,7 +131,9 @@ final class SyncHarness: Sendable {
         let service = FaultyService(
             base: DatabaseSyncService(database: container(device: device, webToken: webToken).privateCloudDatabase),
             seed: seed, throttleRate: throttleRate, maxBatch: maxBatch)
-        let engine = SyncEngine(service: service, store: try LocalStore(path: storePath(device)), configuration: configuration)
+        let engine = SyncEngine(
+            service: service, store: try LocalStore(path: storePath(device)), configuration: configuration,
+            clock: Self.noWaiting)
         return (engine, service)
     }
 
