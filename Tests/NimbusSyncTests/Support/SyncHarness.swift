@@ -96,13 +96,27 @@ final class SyncHarness: Sendable {
     let directory: String
     let apiToken: String
     let webToken: String
+    let storage: StorageLocation
+
+    /// The server runs on PostgreSQL when `NIMBUS_SYNC_TEST_ENGINE=postgres` and
+    /// `NIMBUS_TEST_POSTGRES_URL` names one (a throwaway schema per harness); on SQLite otherwise.
+    static let postgresURL: String? = {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["NIMBUS_SYNC_TEST_ENGINE"] == "postgres" else { return nil }
+        return environment["NIMBUS_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }()
 
     init(retention: Duration = .seconds(3600)) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sync-\(UUID().uuidString)").path
         var logger = Logger(label: "sync-test")
         logger.logLevel = .critical
-        server = try await RunningServer.start(
-            ServerConfiguration(port: 0, dataDirectory: directory + "/server", tombstoneRetention: retention), logger: logger)
+        var configuration = ServerConfiguration(port: 0, dataDirectory: directory + "/server", tombstoneRetention: retention)
+        if let url = Self.postgresURL {
+            let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+            configuration.storage = .postgres(url: url, schema: "nimbus_sync_\(id)")
+        }
+        storage = configuration.storage
+        server = try await RunningServer.start(configuration, logger: logger)
         apiToken = try await server.store.createContainer(Self.containerID).token
         webToken = try await server.store.createUser(
             name: "reader", email: nil, firstName: nil, lastName: nil, container: Self.containerID
@@ -139,6 +153,9 @@ final class SyncHarness: Sendable {
 
     func stop() async throws {
         try await server.stop()
+        var logger = Logger(label: "sync-test")
+        logger.logLevel = .critical
+        if Self.postgresURL != nil { try? await storage.removeAll(logger: logger) }
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
