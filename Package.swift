@@ -119,6 +119,8 @@ let package = Package(
                 "Nimbus",
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // Locks that exist on every platform the SDK supports (`Mutex` needs iOS 18).
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -130,6 +132,8 @@ let package = Package(
                 "NimbusProtocol",
                 "NimbusSync",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The push feed's lock-protected state.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Examples/ReadingList",
             swiftSettings: swiftSettings
@@ -214,6 +218,7 @@ let package = Package(
             dependencies: [
                 "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

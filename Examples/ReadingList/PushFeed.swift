@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Nimbus
 import NimbusSync
 
@@ -15,7 +16,7 @@ import NimbusSync
 /// ```
 public final class PushFeed: Sendable {
     private let engine: SyncEngine
-    private let state = Guarded(State())
+    private let state = NIOLockedValueBox(State())
     private let task: Task<Void, Never>
 
     private struct State {
@@ -45,7 +46,7 @@ public final class PushFeed: Sendable {
             for await event in client.events() {
                 switch event {
                 case .connected:
-                    let (count, waiters) = state.withLock { state in
+                    let (count, waiters) = state.withLockedValue { state in
                         state.connections += 1
                         defer { state.waiters = [:] }
                         return (state.connections, state.waiters)
@@ -53,7 +54,7 @@ public final class PushFeed: Sendable {
                     waiters.values.forEach { $0.resume() }
                     if count > 1 { Task { try? await engine.fetchChanges() } }
                 case .notification(let notification):
-                    state.withLock { $0.pushes += 1 }
+                    state.withLockedValue { $0.pushes += 1 }
                     continuation.yield(notification)
                 case .disconnected:
                     break
@@ -65,9 +66,9 @@ public final class PushFeed: Sendable {
     }
 
     /// How many pushes arrived.
-    public var pushesReceived: Int { state.withLock { $0.pushes } }
+    public var pushesReceived: Int { state.withLockedValue { $0.pushes } }
     /// How many times the channel connected.
-    public var connections: Int { state.withLock { $0.connections } }
+    public var connections: Int { state.withLockedValue { $0.connections } }
 
     /// Returns once the channel has connected (at once if it did before).
     public func waitUntilConnected(timeout: Duration = .seconds(10)) async throws {
@@ -76,7 +77,7 @@ public final class PushFeed: Sendable {
                 let id = UUID()
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { continuation in
-                        let ready = self.state.withLock { state -> Bool in
+                        let ready = self.state.withLockedValue { state -> Bool in
                             if state.connections > 0 || Task.isCancelled { return true }
                             state.waiters[id] = continuation
                             return false
@@ -84,7 +85,7 @@ public final class PushFeed: Sendable {
                         if ready { continuation.resume() }
                     }
                 } onCancel: {
-                    self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+                    self.state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
                 }
             }
             group.addTask {
@@ -100,24 +101,10 @@ public final class PushFeed: Sendable {
     public func stop() async {
         task.cancel()
         await engine.stopListening()
-        let waiters = state.withLock { state in
+        let waiters = state.withLockedValue { state in
             defer { state.waiters = [:] }
             return state.waiters
         }
         waiters.values.forEach { $0.resume() }
-    }
-}
-
-/// A value behind a lock.
-final class Guarded<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

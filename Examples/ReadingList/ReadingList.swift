@@ -33,17 +33,17 @@ public final class ReadingList: Sendable {
 
     /// The bookmarks, oldest first.
     public func bookmarks() throws -> [Bookmark] {
-        try store.pool.read { db in try Self.bookmarks(db) }
+        try store.read { db in try Self.bookmarks(db) }
     }
 
     /// The reading history, by article.
     public func history() throws -> [ReadState] {
-        try store.pool.read { db in try Self.history(db) }
+        try store.read { db in try Self.history(db) }
     }
 
     /// Bookmarks, history and the number of unsent changes, read in one transaction.
     public func snapshot() throws -> ReadingListSnapshot {
-        try store.pool.read { db in try Self.snapshot(db) }
+        try store.read { db in try Self.snapshot(db) }
     }
 
     static func bookmarks(_ db: GRDB.Database) throws -> [Bookmark] {
@@ -58,20 +58,18 @@ public final class ReadingList: Sendable {
     static func snapshot(_ db: GRDB.Database) throws -> ReadingListSnapshot {
         ReadingListSnapshot(
             bookmarks: try bookmarks(db), history: try history(db),
-            pending: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM nimbus_outbox") ?? 0)
+            pending: try LocalStore.pendingCount(in: db))
     }
 
     /// How many records of a zone this device holds a server copy of (a cheap count; no
     /// records are decoded).
     public func syncedRecordCount(zone: String) throws -> Int {
-        try store.pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM nimbus_records WHERE zone = ?", arguments: [zone]) ?? 0
-        }
+        try store.read { db in try LocalStore.serverCopyCount(in: db, zone: zone) }
     }
 
     /// The bookmark an argument names: its ID, a unique prefix of it, or its URL.
     public func bookmark(_ reference: String) throws -> Bookmark {
-        try store.pool.read { db in try Self.resolve(reference, in: try Self.bookmarks(db)) }
+        try store.read { db in try Self.resolve(reference, in: try Self.bookmarks(db)) }
     }
 
     static func resolve(_ reference: String, in bookmarks: [Bookmark]) throws -> Bookmark {
@@ -199,17 +197,16 @@ public final class ReadingList: Sendable {
     /// the local store (a fetch applying a push, a local edit, a send). Changes committed
     /// after this call returns are never missed.
     public func snapshots() -> AsyncThrowingStream<ReadingListSnapshot, any Error> {
-        let pool = store.pool
-        let (commits, commitContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let changes = StoreChanges { commitContinuation.yield() }
-        pool.add(transactionObserver: changes, extent: .observerLifetime)
+        let store = self.store
+        // Subscribed before this returns, so no later commit is missed.
+        let changes = store.changes()
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    var last = try await pool.read { db in try Self.snapshot(db) }
+                    var last = try await store.read { db in try Self.snapshot(db) }
                     continuation.yield(last)
-                    for await _ in commits {
-                        let snapshot = try await pool.read { db in try Self.snapshot(db) }
+                    for await changed in changes where changed.contains(where: { ReadingListSchema.zones.contains($0.zoneName) }) {
+                        let snapshot = try await store.read { db in try Self.snapshot(db) }
                         if snapshot != last { continuation.yield(snapshot) }
                         last = snapshot
                     }
@@ -218,11 +215,7 @@ public final class ReadingList: Sendable {
                     continuation.finish(throwing: error)
                 }
             }
-            continuation.onTermination = { _ in
-                task.cancel()
-                commitContinuation.finish()
-                pool.remove(transactionObserver: changes)
-            }
+            continuation.onTermination = { _ in task.cancel() }
         }
     }
 

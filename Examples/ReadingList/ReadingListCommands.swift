@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 import Nimbus
 import NimbusSync
 
@@ -169,9 +170,9 @@ public struct ReadingListCommands: Sendable {
 
 /// The `watch` view's status line, set from the push and engine event tasks.
 final class WatchStatus: Sendable {
-    private let state = Guarded((line: "starting", pushes: 0))
+    private let state = NIOLockedValueBox((line: "starting", pushes: 0))
 
-    func set(_ line: String) { state.withLock { $0.line = line } }
-    func push() { state.withLock { $0.line = "push received; fetching" } }
-    var line: String { state.withLock { $0.line } }
+    func set(_ line: String) { state.withLockedValue { $0.line = line } }
+    func push() { state.withLockedValue { $0.line = "push received; fetching" } }
+    var line: String { state.withLockedValue { $0.line } }
 }

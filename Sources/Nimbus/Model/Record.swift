@@ -33,8 +33,8 @@ public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible 
     /// The device that made the last change (as sent in `X-Nimbus-Device-ID`).
     public internal(set) var lastModifiedDeviceID: String?
 
-    /// Current field values.
-    var values: [String: FieldValue]
+    /// Current field values (`package`: the sync engine stores them without copying key by key).
+    package internal(set) var values: [String: FieldValue]
     /// For each key changed since the last fetch or save: its value then (`nil`: absent).
     var originalValues: [String: FieldValue?]
 

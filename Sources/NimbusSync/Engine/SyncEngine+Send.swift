@@ -1,189 +1,148 @@
 import Foundation
-import GRDB
 import Nimbus
 import NimbusProtocol
 
 extension SyncEngine {
-    private struct Key: Hashable {
-        var zone: String
-        var name: String
+    /// One drain of the outbox: what is settled, and how often each change had to be sent again.
+    private struct Drain {
+        var batchLimit: Int
+        /// Changes reported as failed: left in the outbox, not sent again in this drain.
+        var settled = Set<LocalRecordID>()
+        /// Sends of a change that came back to be sent again (a newer version on the server,
+        /// a retryable error of its own).
+        var attempts: [LocalRecordID: Int] = [:]
+        /// The longest wait a retryable error of a change asked for, before the next pass.
+        var wait: Duration?
     }
 
     /// Sends the outbox in batches within the server's limits until it is empty or only
-    /// permanently failing entries remain. Conflicts are merged and sent again; nothing is
+    /// changes reported as failed remain. Conflicts are merged and sent again; nothing is
     /// dropped on a retryable error.
+    ///
+    /// The outbox is read in passes, in send order from an indexed position, so each pass
+    /// reads each entry once whatever the outbox's size. A pass that sent nothing ends the
+    /// drain; a change that had to be sent again ``SyncConfiguration/retryPolicy``'s
+    /// `maxAttempts` times is reported as failed instead of looping.
     func sendOutbox() async throws {
-        var batchLimit = max(1, min(configuration.batchSize, 200))
-        var skipped = Set<Key>()
-        var rounds = 0
-        while rounds < 1_000 {
-            rounds += 1
-            let all = try await store.pool.read { db in try Outbox.pending(db, limit: .max) }
-            let pending = all.filter { !skipped.contains(Key(zone: $0.zoneName, name: $0.recordName)) }
-            guard let first = pending.first else { return }
-            var batch: [PendingChange] = []
-            var bytes = 0
-            for change in pending where change.zoneName == first.zoneName {
-                let size = change.fields.jsonText.utf8.count + 200
-                if !batch.isEmpty && (batch.count >= batchLimit || bytes + size > configuration.batchBytes) { break }
-                batch.append(change)
-                bytes += size
-            }
-            do {
-                try await send(batch, zone: first.zoneName, skipped: &skipped)
-            } catch let error as NimbusError where error.code == .limitExceeded && batch.count > 1 {
-                batchLimit = max(1, batch.count / 2)
-            } catch let error as NimbusError where error.code == .zoneNotFound {
-                try await recoverLostZone(first.zoneName)
+        var drain = Drain(batchLimit: max(1, min(configuration.batchSize, 200)))
+        while try await sendPass(&drain) {
+            if let wait = drain.wait {
+                drain.wait = nil
+                try await clock.sleep(wait)
             }
         }
     }
 
-    private func send(_ batch: [PendingChange], zone: String, skipped: inout Set<Key>) async throws {
-        let zoneID = ZoneID(zoneName: zone)
-        // Build the SDK records from the server copy each change is based on.
-        let (saves, deletes, moot) = try await store.pool.read { db in
-            var saves: [Nimbus.Record] = []
-            var deletes: [Nimbus.Record.ID: String] = [:]
-            var moot: [PendingChange] = []
-            for change in batch {
-                let id = Nimbus.Record.ID(recordName: change.recordName, zoneID: zoneID)
-                let copy = try LocalStore.serverCopy(db, zone: zone, name: change.recordName)
-                switch change.kind {
-                case .delete:
-                    // Locked to the version the user deleted; a delete of a record that never
-                    // reached the server has nothing to send.
-                    if copy != nil, let base = change.baseChangeTag { deletes[id] = base } else { moot.append(change) }
-                case .save:
-                    var record: Nimbus.Record
-                    if let copy {
-                        record = try Nimbus.Record(systemFieldsData: copy.system)
-                        for (key, value) in copy.fields { record.setFieldValue(value, forKey: key) }
-                        record.clearChangedKeys()
-                        for key in change.changedKeys { record.setFieldValue(change.fields[key], forKey: key) }
-                    } else {
-                        record = Nimbus.Record(recordType: change.recordType, recordID: id)
-                        for (key, value) in change.fields { record.setFieldValue(value, forKey: key) }
-                    }
-                    saves.append(record)
+    /// One pass over the outbox; returns whether it sent (or settled) anything.
+    private func sendPass(_ drain: inout Drain) async throws -> Bool {
+        var position: StoreTransaction.OutboxPosition?
+        var progressed = false
+        while true {
+            let (after, limit) = (position, drain.batchLimit)
+            let page = try await store.reading { try $0.outboxPage(after: after, limit: limit) }
+            guard let first = page.first else { return progressed }
+            // One zone per request, within the byte budget.
+            var batch: [PendingChange] = []
+            var bytes = 0
+            var end = first.1
+            for (index, (change, at)) in page.enumerated() where change.zoneName == first.0.zoneName {
+                let size = change.fields.jsonText.utf8.count + 200
+                if index > 0 && bytes + size > configuration.batchBytes { break }
+                end = at
+                bytes += size
+                if !drain.settled.contains(LocalRecordID(zoneName: change.zoneName, recordName: change.recordName)) {
+                    batch.append(change)
                 }
             }
-            return (saves, deletes, moot)
-        }
-        if !moot.isEmpty {
-            // Deletes of records that never reached the server: nothing to send.
-            try await store.pool.write { db in
-                for change in moot {
-                    try LocalStore.clearOutbox(db, zone: zone, name: change.recordName, revision: change.revision)
-                }
+            guard !batch.isEmpty else {
+                position = end
+                continue
+            }
+            do {
+                try await send(batch, zone: first.0.zoneName, drain: &drain)
+                position = end
+                progressed = true
+            } catch let error as NimbusError where error.code == .limitExceeded && batch.count > 1 {
+                drain.batchLimit = max(1, batch.count / 2)  // the same position, in smaller batches
+            } catch let error as NimbusError where error.code == .zoneNotFound {
+                try await recoverLostZone(first.0.zoneName)
+                progressed = true
             }
         }
-        guard !saves.isEmpty || !deletes.isEmpty else { return }
+    }
 
-        countRequest()
-        let results = try await retrying { try await self.service.modify(saving: saves, deleting: deletes) }
-        let revisions = Dictionary(uniqueKeysWithValues: batch.map { ($0.recordName, $0.revision) })
+    private func send(_ batch: [PendingChange], zone: String, drain: inout Drain) async throws {
+        // Build the SDK records from the server copy each change is based on.
+        let outgoing = try await store.reading { transaction in
+            try batch.map { change in
+                try SyncPlanner.outgoing(change, copy: try transaction.serverCopy(zone: zone, name: change.recordName))
+            }
+        }
+        var saves: [Nimbus.Record] = []
+        var deletes: [Nimbus.Record.ID: String] = [:]
+        var nothing: [PendingChange] = []
+        for (change, item) in zip(batch, outgoing) {
+            switch item {
+            case .save(let record): saves.append(record)
+            case .delete(let id, let tag): deletes[id] = tag
+            case .nothing: nothing.append(change)
+            }
+        }
+        let results: (saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>], deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>])
+        if saves.isEmpty && deletes.isEmpty {
+            results = ([:], [:])
+        } else {
+            countRequest()
+            let (toSave, toDelete) = (saves, deletes)
+            results = try await retrying { try await self.service.modify(saving: toSave, deleting: toDelete) }
+        }
+        let sent = Dictionary(uniqueKeysWithValues: batch.map { ($0.recordName, $0.revision) })
         let rules = configuration
-        let (sentSaved, sentDeleted, failures, conflicts, newlySkipped, retryableDelay, zoneLost, restored) = try await store.pool.write { db in
-            var retryableDelay: Duration?
-            var zoneLost = false
-            var restored: [LocalRecord] = []
-            var sentSaved: [String] = []
-            var sentDeleted: [String] = []
-            var failures: [SyncEvent.SendFailure] = []
-            var conflicts: [ConflictRecord] = []
-            var newlySkipped: [String] = []
-            for (id, result) in results.saveResults {
-                let name = id.recordName
-                guard let revision = revisions[name] else { continue }
-                switch result {
-                case .success(let saved):
-                    try LocalStore.putServerCopy(db, saved, fromFeed: false)
-                    try LocalStore.clearOutbox(db, zone: zone, name: name, revision: revision)
-                    if let pending = try LocalStore.outboxEntry(db, zone: zone, name: name), pending.kind == .save {
-                        // Edited again while in flight: what remains to send is measured from the new copy.
-                        let serverFields = saved.fieldDictionary
-                        let changed = Set(pending.fields.keys).union(serverFields.keys).filter {
-                            pending.fields[$0] != serverFields[$0]
-                        }
-                        try Outbox.rewrite(db, zone: zone, name: name, fields: pending.fields, changedKeys: changed)
-                    }
-                    sentSaved.append(name)
-                case .failure(let error):
-                    switch error.code {
-                    case .serverRecordChanged where error.serverRecord != nil:
-                        let server = error.serverRecord!
-                        guard let pending = try LocalStore.outboxEntry(db, zone: zone, name: name) else { continue }
-                        let (_, _, conflict) = try LocalStore.rebase(
-                            db, pending: pending, onto: server,
-                            previousCopy: try LocalStore.serverCopy(db, zone: zone, name: name),
-                            rules: rules.rules(for: server.recordType), fromFeed: false)
-                        if let conflict { conflicts.append(conflict) }
-                    case .unknownItem:
-                        // Gone from the server: send it again as a new record.
-                        try LocalStore.removeServerCopy(db, zone: zone, name: name)
-                        if let pending = try LocalStore.outboxEntry(db, zone: zone, name: name) {
-                            try Outbox.rewrite(
-                                db, zone: zone, name: name, fields: pending.fields, changedKeys: Set(pending.fields.keys))
-                        }
-                    case .zoneNotFound:
-                        zoneLost = true
-                    default:
-                        if error.isRetryable {
-                            retryableDelay = self.delay(after: error, attempt: 1)
-                        } else {
-                            failures.append(SyncEvent.SendFailure(zone: zone, recordName: name, error: error))
-                            newlySkipped.append(name)
-                        }
-                    }
-                }
+        let unsent = nothing
+        let settled = try await store.transaction { transaction in
+            var settled = SentBatch()
+            // Deletes of records that never reached the server: nothing was sent.
+            for change in unsent {
+                let state = try transaction.localState(zone: zone, name: change.recordName)
+                guard state.pending?.revision == change.revision else { continue }
+                _ = try transaction.apply([.removeOutbox], zone: zone, name: change.recordName)
             }
-            for (id, result) in results.deleteResults {
+            for (id, answer) in results.saveResults {
                 let name = id.recordName
-                guard let revision = revisions[name] else { continue }
-                switch result {
-                case .success:
-                    try LocalStore.removeServerCopy(db, zone: zone, name: name)
-                    try LocalStore.clearOutbox(db, zone: zone, name: name, revision: revision)
-                    sentDeleted.append(name)
-                case .failure(let error) where error.code == .unknownItem:
-                    try LocalStore.removeServerCopy(db, zone: zone, name: name)
-                    try LocalStore.clearOutbox(db, zone: zone, name: name, revision: revision)
-                    sentDeleted.append(name)
-                case .failure(let error) where error.code == .serverRecordChanged && error.serverRecord != nil:
-                    // Changed on the server since this device saw it: the newer edit beats the
-                    // delete. Keep the server's record and drop the delete.
-                    let server = error.serverRecord!
-                    try LocalStore.putServerCopy(db, server, fromFeed: false)
-                    try LocalStore.clearOutbox(db, zone: zone, name: name, revision: revision)
-                    let resolution = FieldResolution(
-                        field: "(record)", winner: .server, lostValue: "deleted", policy: "edit beats a stale delete")
-                    conflicts.append(try LocalStore.logConflict(db, zone: zone, name: name, resolutions: [resolution]))
-                    restored.append(
-                        LocalRecord(
-                            zoneName: zone, recordName: name, recordType: server.recordType,
-                            fields: server.fieldDictionary, serverChangeTag: server.recordChangeTag))
-                case .failure(let error):
-                    if error.code == .zoneNotFound {
-                        zoneLost = true
-                    } else if error.isRetryable {
-                        retryableDelay = self.delay(after: error, attempt: 1)
-                    } else {
-                        failures.append(SyncEvent.SendFailure(zone: zone, recordName: name, error: error))
-                        newlySkipped.append(name)
-                    }
-                }
+                guard let revision = sent[name] else { continue }
+                let recordType = (try? answer.get())?.recordType ?? answer.serverRecord?.recordType ?? ""
+                let decision = SyncPlanner.saveAnswered(
+                    answer, sent: revision, state: try transaction.localState(zone: zone, name: name),
+                    rules: rules.rules(for: recordType))
+                try settled.record(decision, name: name, zone: zone, transaction)
             }
-            return (sentSaved, sentDeleted, failures, conflicts, newlySkipped, retryableDelay, zoneLost, restored)
+            for (id, answer) in results.deleteResults {
+                let name = id.recordName
+                guard let revision = sent[name] else { continue }
+                let decision = SyncPlanner.deleteAnswered(
+                    answer, sent: revision, state: try transaction.localState(zone: zone, name: name))
+                try settled.record(decision, name: name, zone: zone, transaction)
+            }
+            return settled
         }
-        for name in newlySkipped { skipped.insert(Key(zone: zone, name: name)) }
-        for conflict in conflicts { emit(.conflictResolved(conflict)) }
-        if !restored.isEmpty { emit(.fetched(zone: zone, saved: restored, deleted: [])) }
-        if !sentSaved.isEmpty || !sentDeleted.isEmpty || !failures.isEmpty {
-            emit(.sent(saved: sentSaved, deleted: sentDeleted, failed: failures))
+        var failures = settled.failures
+        for (name, error) in settled.again {
+            let id = LocalRecordID(zoneName: zone, recordName: name)
+            drain.attempts[id, default: 0] += 1
+            if drain.attempts[id]! >= configuration.retryPolicy.maxAttempts {
+                failures.append(SyncEvent.SendFailure(zone: zone, recordName: name, error: error))
+            } else if error.isRetryable {
+                let delay = configuration.retryPolicy.delay(afterFailure: drain.attempts[id]!, error: error, random: clock.random())
+                drain.wait = max(drain.wait ?? .zero, delay)
+            }
         }
-        if zoneLost { try await recoverLostZone(zone) }
-        if let retryableDelay { try await Task.sleep(for: retryableDelay) }
+        for failure in failures { drain.settled.insert(LocalRecordID(zoneName: zone, recordName: failure.recordName)) }
+        for conflict in settled.conflicts { emit(.conflictResolved(conflict)) }
+        if !settled.restored.isEmpty { emit(.fetched(zone: zone, saved: settled.restored, deleted: [])) }
+        if !settled.saved.isEmpty || !settled.deleted.isEmpty || !failures.isEmpty {
+            emit(.sent(saved: settled.saved, deleted: settled.deleted, failed: failures))
+        }
+        if settled.zoneLost { try await recoverLostZone(zone) }
     }
 
     /// A send found its zone gone: recover the copies, then read the zone from the start so
@@ -192,5 +151,39 @@ extension SyncEngine {
     private func recoverLostZone(_ zone: String) async throws {
         try await handleZoneLoss(zone)
         try await fetchZone(zone)
+    }
+}
+
+extension Result where Failure == NimbusError {
+    /// The server's record a conflict error carries.
+    fileprivate var serverRecord: Nimbus.Record? {
+        if case .failure(let error) = self { return error.serverRecord }
+        return nil
+    }
+}
+
+/// What a batch's answers did, for the events and the drain.
+private struct SentBatch: Sendable {
+    var saved: [String] = []
+    var deleted: [String] = []
+    var failures: [SyncEvent.SendFailure] = []
+    var conflicts: [ConflictRecord] = []
+    /// Records the server's newer version replaced a delete of (the app sees them again).
+    var restored: [LocalRecord] = []
+    /// Changes to send again, with the error that sent them back.
+    var again: [(String, NimbusError)] = []
+    var zoneLost = false
+
+    mutating func record(_ decision: Decision, name: String, zone: String, _ transaction: StoreTransaction) throws {
+        conflicts += try transaction.apply(decision.actions, zone: zone, name: name)
+        if case .saved(let record)? = decision.visible { restored.append(record) }
+        switch decision.send {
+        case .saved?: saved.append(name)
+        case .deleted?: deleted.append(name)
+        case .sendAgain(let error)?, .retryLater(let error)?: again.append((name, error))
+        case .failed(let error)?: failures.append(SyncEvent.SendFailure(zone: zone, recordName: name, error: error))
+        case .zoneLost?: zoneLost = true
+        case nil: break
+        }
     }
 }

@@ -1,22 +1,19 @@
 import Foundation
-import GRDB
 import Nimbus
 import NimbusProtocol
 
 extension SyncEngine {
-    static let accountKey = "account"
-    static let zonesReadyKey = "setup.zones"
-    static let subscriptionReadyKey = "setup.subscription"
+    private typealias Key = StoreTransaction.StateKey
 
     /// Compares the signed-in account with the one the local data belongs to. On a switch,
     /// the old account's records and pending changes are quarantined (kept, recoverable),
     /// never silently deleted or uploaded to the new account.
     func checkAccount() async throws {
         let current = try await retrying { try await self.service.currentUserRecordName() }
-        let previous = try await store.pool.write { db -> String? in
-            let previous = try LocalStore.state(db, Self.accountKey)
-            if let previous, previous != current { try LocalStore.quarantineAll(db, account: previous) }
-            try LocalStore.setState(db, Self.accountKey, current)
+        let previous = try await store.transaction { transaction -> String? in
+            let previous = try transaction.state(Key.account)
+            if let previous, previous != current { try transaction.quarantineAll(account: previous) }
+            try transaction.setState(Key.account, current)
             return previous
         }
         if let previous, previous != current { emit(.accountChanged(from: previous, to: current)) }
@@ -25,10 +22,10 @@ extension SyncEngine {
     /// Signs out: the account's local data and outbox go to the quarantine.
     public func signOut() async throws {
         let previous = try await withLock {
-            try await self.store.pool.write { db -> String? in
-                let previous = try LocalStore.state(db, Self.accountKey)
-                if let previous { try LocalStore.quarantineAll(db, account: previous) }
-                try LocalStore.setState(db, Self.accountKey, nil)
+            try await self.store.transaction { transaction -> String? in
+                let previous = try transaction.state(Key.account)
+                if let previous { try transaction.quarantineAll(account: previous) }
+                try transaction.setState(Key.account, nil)
                 return previous
             }
         }
@@ -39,17 +36,17 @@ extension SyncEngine {
     /// done, so a restart resumes where it stopped and a finished setup costs nothing.
     func setUp() async throws {
         let zonesKey = configuration.zones.sorted().joined(separator: ",")
-        let (zonesReady, subscriptionReady) = try await store.pool.read { db in
-            (try LocalStore.state(db, Self.zonesReadyKey), try LocalStore.state(db, Self.subscriptionReadyKey))
+        let (zonesReady, subscriptionReady) = try await store.reading { transaction in
+            (try transaction.state(Key.zonesReady), try transaction.state(Key.subscriptionReady))
         }
         if zonesReady != zonesKey {
             try await retrying { try await self.service.createZones(self.configuration.zones) }
-            try await store.pool.write { db in try LocalStore.setState(db, Self.zonesReadyKey, zonesKey) }
+            try await store.transaction { try $0.setState(Key.zonesReady, zonesKey) }
         }
         if let subscriptionID = configuration.subscriptionID, subscriptionReady != subscriptionID {
             let subscription = Subscription(id: subscriptionID, kind: .database)
             try await retrying { try await self.service.saveSubscription(subscription) }
-            try await store.pool.write { db in try LocalStore.setState(db, Self.subscriptionReadyKey, subscriptionID) }
+            try await store.transaction { try $0.setState(Key.subscriptionReady, subscriptionID) }
         }
     }
 }
@@ -83,13 +80,7 @@ extension SyncEngine {
                 token = page.changeToken
                 if !page.moreComing { break }
             }
-            let (local, pendingNames) = try await self.store.pool.read { db in
-                let rows = try Row.fetchAll(db, sql: "SELECT name, tag FROM nimbus_records WHERE zone = ?", arguments: [zone])
-                let pending = try String.fetchAll(db, sql: "SELECT name FROM nimbus_outbox WHERE zone = ?", arguments: [zone])
-                return (
-                    Dictionary(uniqueKeysWithValues: rows.map { ($0["name"] as String, $0["tag"] as String) }), Set(pending)
-                )
-            }
+            let (local, pendingNames) = try await self.store.reading { try $0.zoneSummary(zone: zone) }
             return SyncCheck(
                 zone: zone,
                 missingLocally: server.keys.filter { local[$0] == nil && !pendingNames.contains($0) }.sorted(),
@@ -101,7 +92,7 @@ extension SyncEngine {
         }
         if repair && !result.isInSync {
             try await withLock {
-                try await self.store.pool.write { db in try LocalStore.setZoneToken(db, zone, nil) }
+                try await self.store.transaction { try $0.setZoneToken(zone, nil) }
                 try await self.refetchFromScratch(zone)
             }
         }

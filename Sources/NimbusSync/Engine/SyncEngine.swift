@@ -1,6 +1,5 @@
 import Foundation
-import Synchronization
-import GRDB
+import NIOConcurrencyHelpers
 import Nimbus
 import NimbusProtocol
 
@@ -25,6 +24,9 @@ public actor SyncEngine {
     public nonisolated let store: LocalStore
     public nonisolated let configuration: SyncConfiguration
     let service: any SyncService
+    let clock: SyncClock
+    /// Retries of retryable errors, per ``SyncConfiguration/retryPolicy``, waiting on ``clock``.
+    let retrier: Retrier
 
     private var lock = AsyncLock()
     private struct Runs {
@@ -32,13 +34,9 @@ public actor SyncEngine {
         var queued: Task<Void, any Error>?
     }
     private var runs: [Job: Runs] = [:]
-    /// Event subscribers; a `Mutex` (not actor state) so ``events()`` can register
+    /// Event subscribers; behind a lock (not actor state) so ``events()`` can register
     /// synchronously from any context.
-    private nonisolated let subscribers = Subscribers()
-
-    private final class Subscribers: Sendable {
-        let continuations = Mutex<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
-    }
+    private nonisolated let subscribers = NIOLockedValueBox<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
     private var pushTask: Task<Void, Never>?
 
     /// How many database fetches actually ran (triggers that coalesced do not count).
@@ -46,10 +44,14 @@ public actor SyncEngine {
     /// How many `records/modify` requests the engine sent.
     public private(set) var requestsSent = 0
 
-    public init(service: any SyncService, store: LocalStore, configuration: SyncConfiguration) {
+    /// - Parameter clock: how the engine waits between retries (tests pass one that does
+    ///   not wait).
+    public init(service: any SyncService, store: LocalStore, configuration: SyncConfiguration, clock: SyncClock = .system) {
         self.service = service
         self.store = store
         self.configuration = configuration
+        self.clock = clock
+        self.retrier = Retrier(policy: configuration.retryPolicy, sleep: clock.sleep, random: clock.random)
     }
 
     // MARK: - Events
@@ -60,15 +62,15 @@ public actor SyncEngine {
         let (stream, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .unbounded)
         let id = UUID()
         // Registered synchronously, so no event emitted after `events()` returns is missed.
-        subscribers.continuations.withLock { $0[id] = continuation }
+        subscribers.withLockedValue { $0[id] = continuation }
         continuation.onTermination = { [subscribers] _ in
-            _ = subscribers.continuations.withLock { $0.removeValue(forKey: id) }
+            _ = subscribers.withLockedValue { $0.removeValue(forKey: id) }
         }
         return stream
     }
 
     func emit(_ event: SyncEvent) {
-        let continuations = subscribers.continuations.withLock { Array($0.values) }
+        let continuations = subscribers.withLockedValue { Array($0.values) }
         for continuation in continuations { continuation.yield(event) }
     }
 
@@ -91,14 +93,25 @@ public actor SyncEngine {
             do {
                 // Each push only triggers a fetch; triggers coalesce (one fetch in flight, at
                 // most one queued), so a burst of pushes costs at most two fetches.
-                for try await _ in notifications { await self.triggerFetch() }
+                for try await _ in notifications { self.triggerFetch() }
             } catch {}
         }
     }
 
+    /// Schedules a fetch nobody awaits: its failure is reported as ``SyncEvent/fetchFailed(_:)``.
     private func triggerFetch() {
         let task = scheduled(.fetch)
-        Task { _ = await task.result }
+        Task {
+            if case .failure(let error) = await task.result { self.emit(.fetchFailed(error)) }
+        }
+    }
+
+    /// Schedules a send nobody awaits: its failure is reported as ``SyncEvent/sendFailed(_:)``.
+    func triggerSend() {
+        let task = scheduled(.send)
+        Task {
+            if case .failure(let error) = await task.result { self.emit(.sendFailed(error)) }
+        }
     }
 
     public func stopListening() {
@@ -172,26 +185,7 @@ public actor SyncEngine {
 
     /// Runs `body`, retrying retryable errors with the server's retryAfter or backoff.
     func retrying<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        var attempt = 0
-        while true {
-            do {
-                return try await body()
-            } catch let error as NimbusError where error.isRetryable && attempt + 1 < configuration.retryPolicy.maxAttempts {
-                attempt += 1
-                try await Task.sleep(for: delay(after: error, attempt: attempt))
-            }
-        }
-    }
-
-    nonisolated func delay(after error: NimbusError, attempt: Int) -> Duration {
-        if let seconds = error.retryAfterSeconds { return .milliseconds(Int64(seconds * 1000)) }
-        let policy = configuration.retryPolicy
-        let base = Double(policy.initialBackoff.components.seconds) + Double(policy.initialBackoff.components.attoseconds) / 1e18
-        let maximum = Double(policy.maximumBackoff.components.seconds)
-            + Double(policy.maximumBackoff.components.attoseconds) / 1e18
-        let exponential = min(maximum, base * pow(policy.multiplier, Double(attempt - 1)))
-        let jittered = exponential * Double.random(in: 0.5...1.0)
-        return .milliseconds(Int64(jittered * 1000))
+        try await retrier.run(body)
     }
 
     func countRequest() { requestsSent += 1 }

@@ -6,7 +6,10 @@ public enum SyncEvent: Sendable {
     /// Remote changes were applied to the local store. Echoes of this device's own sends
     /// are not reported.
     case fetched(zone: String, saved: [LocalRecord], deleted: [String])
-    /// Pending changes reached the server (or failed permanently).
+    /// Pending changes reached the server, or failed for good (they stay in the outbox until
+    /// the next send; a change the server kept answering with a newer version is reported
+    /// as failed with ``NimbusError/Code/serverRecordChanged`` after
+    /// ``SyncConfiguration/retryPolicy``'s attempts).
     case sent(saved: [String], deleted: [String], failed: [SendFailure])
     /// Both sides changed a record; the merge decided.
     case conflictResolved(ConflictRecord)
@@ -18,6 +21,12 @@ public enum SyncEvent: Sendable {
     case zoneRecreated(zone: String)
     /// Tokens and local copies were committed.
     case stateSaved
+    /// A fetch nobody awaits failed: one a push triggered (``SyncEngine/listen(to:)``).
+    /// Fetches the app awaits throw instead. The next push or fetch tries again.
+    case fetchFailed(any Error)
+    /// A send nobody awaits failed: the upload after a lost zone was recreated. The changes
+    /// stay in the outbox for the next ``SyncEngine/sendChanges()``.
+    case sendFailed(any Error)
 
     public struct SendFailure: Sendable {
         public var zone: String

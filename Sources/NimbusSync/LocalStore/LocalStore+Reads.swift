@@ -3,8 +3,7 @@ import NimbusProtocol
 
 extension LocalStore {
     /// The records of a zone as the device sees them (pending changes applied), read with a
-    /// `db` the caller already holds: inside ``write(_:)``, a GRDB read, or a
-    /// `ValueObservation` (which then tracks the engine's tables).
+    /// `db` the caller already holds: inside ``write(_:)`` or ``read(_:)-(Database)->T``.
     public static func records(in db: GRDB.Database, zone: String) throws -> [LocalRecord] {
         try records(db, zone: zone)
     }
@@ -13,6 +12,17 @@ extension LocalStore {
     /// `db` the caller already holds.
     public static func record(in db: GRDB.Database, zone: String, name: String) throws -> LocalRecord? {
         try records(db, zone: zone, name: name).first
+    }
+
+    /// The number of changes waiting to be sent, read with a `db` the caller already holds.
+    public static func pendingCount(in db: GRDB.Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM nimbus_outbox") ?? 0
+    }
+
+    /// How many records of a zone the device holds a server copy of (a count; no record is
+    /// decoded), read with a `db` the caller already holds.
+    public static func serverCopyCount(in db: GRDB.Database, zone: String) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM nimbus_records WHERE zone = ?", arguments: [zone]) ?? 0
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 import NimbusProtocol
 
 /// The device's local SQLite store: the last server copy of every synced record, the change
@@ -7,17 +8,24 @@ import NimbusProtocol
 ///
 /// The app may keep its own tables in the same database and change them together with the
 /// outbox in one transaction (``write(_:)``), so a crash can never separate an edit from its
-/// outbox entry.
+/// outbox entry. It reads through ``read(_:)-(Database)->T`` and hears of changes to the
+/// records through ``changes()``; the engine's own tables are private to it.
 public final class LocalStore: Sendable {
-    /// The GRDB pool (`Sendable`). Apps may read from it and observe it.
-    public let pool: DatabasePool
+    let pool: DatabasePool
+    /// The wall clock, for the outbox's order, the conflict log and the quarantine.
+    let now: @Sendable () -> Date
+    /// Subscribers of ``changes()``.
+    let subscribers = NIOLockedValueBox<[UUID: AsyncStream<Set<LocalRecordID>>.Continuation]>([:])
 
-    public init(path: String) throws {
+    /// Opens (or creates) the store at `path`; `now` is the clock it stamps outbox entries,
+    /// conflicts and quarantined records with.
+    public init(path: String, now: @escaping @Sendable () -> Date = { Date() }) throws {
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         pool = try DatabasePool(path: path, configuration: configuration)
+        self.now = now
         try Self.migrator.migrate(pool)
     }
 
@@ -80,6 +88,11 @@ public final class LocalStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("sync-v2") { db in
+            // The send order: a zone at a time (a request names one zone), oldest first.
+            try db.execute(
+                sql: "CREATE INDEX nimbus_outbox_send_order ON nimbus_outbox (zone, enqueued_at, name)")
+        }
         return migrator
     }
 
@@ -92,7 +105,40 @@ public final class LocalStore: Sendable {
     /// }
     /// ```
     public func write<T>(_ body: (Database, Outbox) throws -> T) throws -> T {
-        try pool.write { db in try body(db, Outbox(db: db)) }
+        try pool.write { db in
+            let changes = ChangeTracker()
+            let result = try body(db, Outbox(db: db, changes: changes, now: now))
+            publishOnCommit(changes, db)
+            return result
+        }
+    }
+
+    /// Reads the app's tables and the device's records (``records(in:zone:)``,
+    /// ``pendingCount(in:)``) in one consistent snapshot.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.read(body)
+    }
+
+    /// Reads in one consistent snapshot, without blocking the caller's thread.
+    public func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
+        try await pool.read(body)
+    }
+
+    /// Runs the engine's reads and writes in one write transaction.
+    func transaction<T: Sendable>(_ body: @Sendable (StoreTransaction) throws -> T) async throws -> T {
+        let now = self.now
+        return try await pool.write { db in
+            let transaction = StoreTransaction(db: db, changes: ChangeTracker(), now: now)
+            let result = try body(transaction)
+            self.publishOnCommit(transaction.changes, db)
+            return result
+        }
+    }
+
+    /// Runs the engine's reads in one snapshot.
+    func reading<T: Sendable>(_ body: @Sendable (StoreTransaction) throws -> T) async throws -> T {
+        let now = self.now
+        return try await pool.read { db in try body(StoreTransaction(db: db, changes: ChangeTracker(), now: now)) }
     }
 
     /// The records of a zone as the device sees them (pending changes applied), by name.
@@ -137,7 +183,7 @@ public final class LocalStore: Sendable {
 
     /// The number of changes waiting to be sent.
     public func pendingCount() throws -> Int {
-        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM nimbus_outbox") ?? 0 }
+        try pool.read { db in try Self.pendingCount(in: db) }
     }
 
     /// The conflict log, newest first.
@@ -155,7 +201,9 @@ public final class LocalStore: Sendable {
         }
     }
 
-    /// Records and pending changes set aside at an account switch, by the account they belonged to.
+    /// Records and pending changes set aside at an account switch (and the pending changes of a
+    /// zone lost with ``SyncConfiguration/ZoneLossPolicy/discardLocal``), by the account they
+    /// belonged to.
     public func quarantined() throws -> [(account: String, record: LocalRecord, pending: Bool)] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM nimbus_quarantine ORDER BY id").map { row in

@@ -8,6 +8,9 @@ import NimbusProtocol
 /// the delete; deleting then saving leaves only the save.
 public struct Outbox {
     let db: GRDB.Database
+    /// The records this transaction changed, for ``LocalStore/changes()``.
+    let changes: ChangeTracker
+    let now: @Sendable () -> Date
 
     /// Queues a save of the record's current fields. Changed keys are computed against the
     /// server copy, so a later send can do a field-level merge.
@@ -39,7 +42,8 @@ public struct Outbox {
         zone: String, name: String, kind: PendingChange.Kind, type: String, fields: [String: FieldValue],
         changedKeys: Set<String>, baseTag: String? = nil
     ) throws {
-        let keysJSON = JSON.array(changedKeys.sorted().map { .string($0) }).serialized()
+        changes.insert(zone: zone, name: name)
+        let keysJSON = Self.keysJSON(changedKeys)
         try db.execute(
             sql: """
                 INSERT INTO nimbus_outbox (zone, name, kind, type, fields, changed_keys, base_tag, revision, enqueued_at)
@@ -50,7 +54,7 @@ public struct Outbox {
                 """,
             arguments: [
                 zone, name, kind.rawValue, type, fields.jsonText, keysJSON, baseTag,
-                Int64(Date().timeIntervalSince1970 * 1000),
+                Int64(now().timeIntervalSince1970 * 1000),
             ])
     }
 

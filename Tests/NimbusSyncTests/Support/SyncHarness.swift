@@ -4,8 +4,8 @@ import Nimbus
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NIOConcurrencyHelpers
 import NimbusSync
-import Synchronization
 
 /// A deterministic random source (SplitMix64), so every schedule replays from its seed.
 struct SeededGenerator: RandomNumberGenerator {
@@ -27,22 +27,29 @@ final class FaultyService: SyncService {
     let throttleRate: Double
     /// `records/modify` batches larger than this fail with limitExceeded.
     let maxBatch: Int
-    private let state: Mutex<(rng: SeededGenerator, calls: [String: Int])>
+    private let state: NIOLockedValueBox<(rng: SeededGenerator, calls: [String: Int], failures: [String: NimbusError])>
 
     init(base: any SyncService, seed: UInt64, throttleRate: Double = 0, maxBatch: Int = .max) {
         self.base = base
         self.throttleRate = throttleRate
         self.maxBatch = maxBatch
-        self.state = Mutex((SeededGenerator(seed: seed), [:]))
+        self.state = NIOLockedValueBox((SeededGenerator(seed: seed), [:], [:]))
     }
 
-    func calls(_ name: String) -> Int { state.withLock { $0.calls[name, default: 0] } }
+    func calls(_ name: String) -> Int { state.withLockedValue { $0.calls[name, default: 0] } }
+
+    /// Makes every later call of `name` fail with `error` (nil: succeed again).
+    func fail(_ name: String, with error: NimbusError?) {
+        state.withLockedValue { $0.failures[name] = error }
+    }
 
     private func enter(_ name: String) throws {
-        let throttled = state.withLock { state -> Bool in
+        let (throttled, failure) = state.withLockedValue { state -> (Bool, NimbusError?) in
             state.calls[name, default: 0] += 1
-            return throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
+            let throttled = throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
+            return (throttled, state.failures[name])
         }
+        if let failure { throw failure }
         if throttled {
             var error = NimbusError(.requestRateLimited, "injected throttle")
             error.retryAfterSeconds = 0.002
@@ -89,13 +96,27 @@ final class SyncHarness: Sendable {
     let directory: String
     let apiToken: String
     let webToken: String
+    let storage: StorageLocation
+
+    /// The server runs on PostgreSQL when `NIMBUS_SYNC_TEST_ENGINE=postgres` and
+    /// `NIMBUS_TEST_POSTGRES_URL` names one (a throwaway schema per harness); on SQLite otherwise.
+    static let postgresURL: String? = {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["NIMBUS_SYNC_TEST_ENGINE"] == "postgres" else { return nil }
+        return environment["NIMBUS_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }()
 
     init(retention: Duration = .seconds(3600)) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sync-\(UUID().uuidString)").path
         var logger = Logger(label: "sync-test")
         logger.logLevel = .critical
-        server = try await RunningServer.start(
-            ServerConfiguration(port: 0, dataDirectory: directory + "/server", tombstoneRetention: retention), logger: logger)
+        var configuration = ServerConfiguration(port: 0, dataDirectory: directory + "/server", tombstoneRetention: retention)
+        if let url = Self.postgresURL {
+            let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+            configuration.storage = .postgres(url: url, schema: "nimbus_sync_\(id)")
+        }
+        storage = configuration.storage
+        server = try await RunningServer.start(configuration, logger: logger)
         apiToken = try await server.store.createContainer(Self.containerID).token
         webToken = try await server.store.createUser(
             name: "reader", email: nil, firstName: nil, lastName: nil, container: Self.containerID
@@ -108,6 +129,12 @@ final class SyncHarness: Sendable {
             credentials: .apiToken(apiToken, webAuthToken: webToken ?? self.webToken), deviceID: device)
     }
 
+    /// Retry waits that wait for nothing (throttling is retried at once).
+    static let noWaiting = SyncClock(sleep: { _ in
+        try Task.checkCancellation()
+        await Task.yield()
+    })
+
     func storePath(_ device: String) -> String { "\(directory)/\(device)/local.sqlite" }
 
     /// An engine for `device` over its (persistent) local store.
@@ -118,12 +145,17 @@ final class SyncHarness: Sendable {
         let service = FaultyService(
             base: DatabaseSyncService(database: container(device: device, webToken: webToken).privateCloudDatabase),
             seed: seed, throttleRate: throttleRate, maxBatch: maxBatch)
-        let engine = SyncEngine(service: service, store: try LocalStore(path: storePath(device)), configuration: configuration)
+        let engine = SyncEngine(
+            service: service, store: try LocalStore(path: storePath(device)), configuration: configuration,
+            clock: Self.noWaiting)
         return (engine, service)
     }
 
     func stop() async throws {
         try await server.stop()
+        var logger = Logger(label: "sync-test")
+        logger.logLevel = .critical
+        if Self.postgresURL != nil { try? await storage.removeAll(logger: logger) }
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -1,0 +1,21 @@
+import Foundation
+
+/// How the engine waits and draws random numbers: between retries of a failed request (the
+/// server's `retryAfter`, or backoff with jitter). Tests inject one that waits for nothing.
+public struct SyncClock: Sendable {
+    /// Waits; must throw when the task is cancelled.
+    public var sleep: @Sendable (Duration) async throws -> Void
+    /// A number in `0..<1`, for the jitter of retry waits.
+    public var random: @Sendable () -> Double
+
+    public init(
+        sleep: @escaping @Sendable (Duration) async throws -> Void,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.sleep = sleep
+        self.random = random
+    }
+
+    /// Real waits (`Task.sleep`) and system randomness.
+    public static let system = SyncClock(sleep: { try await Task.sleep(for: $0) })
+}

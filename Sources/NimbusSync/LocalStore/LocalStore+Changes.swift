@@ -1,0 +1,61 @@
+import Foundation
+import GRDB
+import NIOConcurrencyHelpers
+
+/// A record of the local store, by zone and name.
+public struct LocalRecordID: Sendable, Hashable, CustomStringConvertible {
+    public var zoneName: String
+    public var recordName: String
+
+    public init(zoneName: String, recordName: String) {
+        self.zoneName = zoneName
+        self.recordName = recordName
+    }
+
+    public var description: String { "\(zoneName)/\(recordName)" }
+}
+
+extension LocalStore {
+    /// The records whose local view changed, one element per committed transaction: a page a
+    /// fetch applied, a batch a send settled, an edit through ``write(_:)``, a quarantine.
+    ///
+    /// A record is named when its fields, its pending state or its server copy changed; read
+    /// it again with ``record(zone:name:)`` or ``read(_:)-(Database)->T`` (it may be gone).
+    /// Each call returns a new subscriber, which receives every transaction committed after
+    /// this call returns. The app's own tables are not reported: observe them with GRDB.
+    ///
+    /// ```swift
+    /// for await changed in store.changes() where changed.contains(where: { $0.zoneName == "ReadingList" }) {
+    ///     bookmarks = try store.records(inZone: "ReadingList")
+    /// }
+    /// ```
+    public func changes() -> AsyncStream<Set<LocalRecordID>> {
+        let (stream, continuation) = AsyncStream<Set<LocalRecordID>>.makeStream(bufferingPolicy: .unbounded)
+        let id = UUID()
+        subscribers.withLockedValue { $0[id] = continuation }
+        continuation.onTermination = { [subscribers] _ in
+            _ = subscribers.withLockedValue { $0.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Reports what `changes` holds to the subscribers once the transaction of `db` commits
+    /// (GRDB runs commit callbacks on the writer, in commit order; a rollback reports nothing).
+    func publishOnCommit(_ changes: ChangeTracker, _ db: GRDB.Database) {
+        guard !changes.records.isEmpty else { return }
+        let records = changes.records
+        db.afterNextTransaction(onCommit: { [subscribers] _ in
+            for continuation in subscribers.withLockedValue({ Array($0.values) }) { continuation.yield(records) }
+        })
+    }
+}
+
+/// The records one write transaction changed. Lives inside that transaction only (one
+/// thread: the writer's), so it needs no lock and is not `Sendable`.
+final class ChangeTracker {
+    private(set) var records = Set<LocalRecordID>()
+
+    func insert(zone: String, name: String) {
+        records.insert(LocalRecordID(zoneName: zone, recordName: name))
+    }
+}
