@@ -60,115 +60,115 @@ struct ConvergenceTests {
 
     @Test(arguments: ConvergenceTests.schedules)
     func devicesConvergeAndNoEditIsLost(deviceCount: Int, seed: UInt64) async throws {
-        let harness = try await SyncHarness(retention: .zero)
-        defer { Task { try? await harness.stop() } }
-        var rng = SeededGenerator(seed: seed)
-        var devices: [Device] = []
-        for index in 0..<deviceCount {
-            let (engine, _) = try harness.engine(
-                "d\(index)", configuration: Self.configuration, seed: seed &+ UInt64(index), throttleRate: 0.1)
-            try await engine.start()
-            devices.append(Device(name: "d\(index)", engine: engine))
-        }
-
-        // The last action on each record in schedule order, and the value of the last save.
-        var lastAction: [String: (step: Int, isSave: Bool, title: String)] = [:]
-        var log: [String] = []
-        let steps = 60
-        for step in 1...steps {
-            let device = Int.random(in: 0..<deviceCount, using: &rng)
-            let roll = Int.random(in: 0..<100, using: &rng)
-            let action: Action
-            switch roll {
-            case 0..<35: action = .save(device: device, record: Int.random(in: 0..<8, using: &rng))
-            case 35..<45: action = .delete(device: device, record: Int.random(in: 0..<8, using: &rng))
-            case 45..<65: action = .send(device: device)
-            case 65..<82: action = .pushDelivered(device: device)
-            case 82..<92: action = .pushDropped(device: device)
-            case 92..<96: action = .kill(device: device)
-            case 96..<98: action = .expireTokens
-            default: action = .deleteZoneOnServer
-            }
-            log.append("\(step): \(action)")
-            if let traced = ProcessInfo.processInfo.environment["NIMBUS_TRACE"], traced.hasPrefix("\(seed):") {
-                let tracedRecord = String(traced.dropFirst("\(seed):".count))
-                var line = "S\(seed) \(step) \(action) |"
-                for device in devices {
-                    let r = try device.engine.store.record(zone: Self.zone, name: tracedRecord)
-                    let p = try device.engine.store.pendingChanges().first { $0.recordName == tracedRecord }
-                    line += " \(device.name): \(r?.fields["title"]?.stringValue ?? "nil")/\(r?.serverChangeTag ?? "-")/\(p.map { "\($0.kind)" } ?? "")"
-                }
-                print(line)
-            }
-            switch action {
-            case .save(let d, let r):
-                let name = "r\(r)"
-                let title = "d\(d)@\(step)"
-                let record = LocalRecord(
-                    zoneName: Self.zone, recordName: name, recordType: "Bookmark",
-                    fields: ["title": .string(title), "editedAt": .timestamp(Int64(step))])
-                try devices[d].engine.store.write { _, outbox in try outbox.save(record) }
-                lastAction[name] = (step, true, title)
-            case .delete(let d, let r):
-                let name = "r\(r)"
-                // A user can only delete what their device shows.
-                guard try devices[d].engine.store.record(zone: Self.zone, name: name) != nil else { continue }
-                try devices[d].engine.store.write { _, outbox in try outbox.delete(zone: Self.zone, recordName: name) }
-                lastAction[name] = (step, false, "")
-            case .send(let d):
-                try? await devices[d].engine.sendChanges()
-            case .pushDelivered(let d):
-                try? await devices[d].engine.fetchChanges()
-            case .pushDropped:
-                break
-            case .kill(let d):
-                // The process dies between writing and sending: a new engine over the same store.
+        try await SyncHarness.with(retention: .zero) { harness in
+            var rng = SeededGenerator(seed: seed)
+            var devices: [Device] = []
+            for index in 0..<deviceCount {
                 let (engine, _) = try harness.engine(
-                    devices[d].name, configuration: Self.configuration, seed: seed &+ UInt64(step), throttleRate: 0.1)
-                try? await engine.start()
-                devices[d].engine = engine
-            case .expireTokens:
-                _ = try await harness.server.compactNow()
-            case .deleteZoneOnServer:
-                _ = try? await harness.container(device: "admin").privateCloudDatabase.deleteRecordZone(
-                    withID: ZoneID(zoneName: Self.zone))
+                    "d\(index)", configuration: Self.configuration, seed: seed &+ UInt64(index), throttleRate: 0.1)
+                try await engine.start()
+                devices.append(Device(name: "d\(index)", engine: engine))
             }
-        }
 
-        // Quiesce: every device sends and fetches until nothing is pending and all agree.
-        var converged = false
-        for _ in 0..<12 {
-            for device in devices { try await device.engine.sendChanges() }
-            for device in devices { try await device.engine.fetchChanges() }
-            let pending = try devices.map { try $0.engine.store.pendingCount() }.reduce(0, +)
-            let views = try devices.map { try $0.engine.store.records(inZone: Self.zone).map { [$0.recordName: $0.fields] } }
-            if pending == 0 && views.allSatisfy({ $0 == views[0] }) {
-                converged = true
-                break
+            // The last action on each record in schedule order, and the value of the last save.
+            var lastAction: [String: (step: Int, isSave: Bool, title: String)] = [:]
+            var log: [String] = []
+            let steps = 60
+            for step in 1...steps {
+                let device = Int.random(in: 0..<deviceCount, using: &rng)
+                let roll = Int.random(in: 0..<100, using: &rng)
+                let action: Action
+                switch roll {
+                case 0..<35: action = .save(device: device, record: Int.random(in: 0..<8, using: &rng))
+                case 35..<45: action = .delete(device: device, record: Int.random(in: 0..<8, using: &rng))
+                case 45..<65: action = .send(device: device)
+                case 65..<82: action = .pushDelivered(device: device)
+                case 82..<92: action = .pushDropped(device: device)
+                case 92..<96: action = .kill(device: device)
+                case 96..<98: action = .expireTokens
+                default: action = .deleteZoneOnServer
+                }
+                log.append("\(step): \(action)")
+                if let traced = ProcessInfo.processInfo.environment["NIMBUS_TRACE"], traced.hasPrefix("\(seed):") {
+                    let tracedRecord = String(traced.dropFirst("\(seed):".count))
+                    var line = "S\(seed) \(step) \(action) |"
+                    for device in devices {
+                        let r = try device.engine.store.record(zone: Self.zone, name: tracedRecord)
+                        let p = try device.engine.store.pendingChanges().first { $0.recordName == tracedRecord }
+                        line += " \(device.name): \(r?.fields["title"]?.stringValue ?? "nil")/\(r?.serverChangeTag ?? "-")/\(p.map { "\($0.kind)" } ?? "")"
+                    }
+                    print(line)
+                }
+                switch action {
+                case .save(let d, let r):
+                    let name = "r\(r)"
+                    let title = "d\(d)@\(step)"
+                    let record = LocalRecord(
+                        zoneName: Self.zone, recordName: name, recordType: "Bookmark",
+                        fields: ["title": .string(title), "editedAt": .timestamp(Int64(step))])
+                    try devices[d].engine.store.write { _, outbox in try outbox.save(record) }
+                    lastAction[name] = (step, true, title)
+                case .delete(let d, let r):
+                    let name = "r\(r)"
+                    // A user can only delete what their device shows.
+                    guard try devices[d].engine.store.record(zone: Self.zone, name: name) != nil else { continue }
+                    try devices[d].engine.store.write { _, outbox in try outbox.delete(zone: Self.zone, recordName: name) }
+                    lastAction[name] = (step, false, "")
+                case .send(let d):
+                    try? await devices[d].engine.sendChanges()
+                case .pushDelivered(let d):
+                    try? await devices[d].engine.fetchChanges()
+                case .pushDropped:
+                    break
+                case .kill(let d):
+                    // The process dies between writing and sending: a new engine over the same store.
+                    let (engine, _) = try harness.engine(
+                        devices[d].name, configuration: Self.configuration, seed: seed &+ UInt64(step), throttleRate: 0.1)
+                    try? await engine.start()
+                    devices[d].engine = engine
+                case .expireTokens:
+                    _ = try await harness.server.compactNow()
+                case .deleteZoneOnServer:
+                    _ = try? await harness.container(device: "admin").privateCloudDatabase.deleteRecordZone(
+                        withID: ZoneID(zoneName: Self.zone))
+                }
             }
-        }
-        var state: [String] = []
-        for device in devices {
-            let pending = try device.engine.store.pendingChanges().map { "\($0.kind) \($0.recordName) \($0.fields["title"]?.stringValue ?? "-")" }
-            let records = try device.engine.store.records(inZone: Self.zone).map { "\($0.recordName)=\($0.fields["title"]?.stringValue ?? "-")" }
-            state.append("\(device.name): pending \(pending) records \(records)")
-        }
-        let context = "seed \(seed)\n" + state.joined(separator: "\n") + "\nschedule:\n" + log.joined(separator: "\n")
-        #expect(converged, "devices did not converge; \(context)")
 
-        // The server agrees with the devices.
-        let serverRecords = try await harness.container(device: "checker").privateCloudDatabase
-            .allRecordZoneChanges(inZoneWith: ZoneID(zoneName: Self.zone), since: nil)
-            .reduce(into: [String: String]()) { result, page in
-                for record in page.modifications { result[record.id.recordName] = record.fieldValue(forKey: "title")?.stringValue }
+            // Quiesce: every device sends and fetches until nothing is pending and all agree.
+            var converged = false
+            for _ in 0..<12 {
+                for device in devices { try await device.engine.sendChanges() }
+                for device in devices { try await device.engine.fetchChanges() }
+                let pending = try devices.map { try $0.engine.store.pendingCount() }.reduce(0, +)
+                let views = try devices.map { try $0.engine.store.records(inZone: Self.zone).map { [$0.recordName: $0.fields] } }
+                if pending == 0 && views.allSatisfy({ $0 == views[0] }) {
+                    converged = true
+                    break
+                }
             }
-        let local = try devices[0].engine.store.records(inZone: Self.zone)
-        #expect(Dictionary(uniqueKeysWithValues: local.map { ($0.recordName, $0.fields["title"]?.stringValue) }) == serverRecords.mapValues { Optional($0) }, "\(context)")
+            var state: [String] = []
+            for device in devices {
+                let pending = try device.engine.store.pendingChanges().map { "\($0.kind) \($0.recordName) \($0.fields["title"]?.stringValue ?? "-")" }
+                let records = try device.engine.store.records(inZone: Self.zone).map { "\($0.recordName)=\($0.fields["title"]?.stringValue ?? "-")" }
+                state.append("\(device.name): pending \(pending) records \(records)")
+            }
+            let context = "seed \(seed)\n" + state.joined(separator: "\n") + "\nschedule:\n" + log.joined(separator: "\n")
+            #expect(converged, "devices did not converge; \(context)")
 
-        // No edit is lost: a record whose last action was a save exists with that save's value.
-        for (name, last) in lastAction where last.isSave {
-            let record = local.first { $0.recordName == name }
-            #expect(record?.fields["title"]?.stringValue == last.title, "\(name) lost its last edit; \(context)")
+            // The server agrees with the devices.
+            let serverRecords = try await harness.container(device: "checker").privateCloudDatabase
+                .allRecordZoneChanges(inZoneWith: ZoneID(zoneName: Self.zone), since: nil)
+                .reduce(into: [String: String]()) { result, page in
+                    for record in page.modifications { result[record.id.recordName] = record.fieldValue(forKey: "title")?.stringValue }
+                }
+            let local = try devices[0].engine.store.records(inZone: Self.zone)
+            #expect(Dictionary(uniqueKeysWithValues: local.map { ($0.recordName, $0.fields["title"]?.stringValue) }) == serverRecords.mapValues { Optional($0) }, "\(context)")
+
+            // No edit is lost: a record whose last action was a save exists with that save's value.
+            for (name, last) in lastAction where last.isSave {
+                let record = local.first { $0.recordName == name }
+                #expect(record?.fields["title"]?.stringValue == last.title, "\(name) lost its last edit; \(context)")
+            }
         }
     }
 }

@@ -10,46 +10,46 @@ struct PushTriggeredSyncTests {
     /// The News-app loop: a zone change on device A reaches device B through the database
     /// subscription's silent push and one fetch, with no polling.
     @Test func aSaveOnOneDeviceArrivesOnTheOtherThroughAPush() async throws {
-        let harness = try await SyncHarness()
-        defer { Task { try? await harness.stop() } }
-        let configuration = SyncConfiguration(zones: ["ReadingList", "ReadingHistory"])
-        let (a, _) = try harness.engine("A", configuration: configuration)
-        let (b, _) = try harness.engine("B", configuration: configuration)
-        try await a.start()
-        try await b.start()
-        let push = PushClient(container: harness.container(device: "B"))
-        // One consumer of B's push channel: reports when it is connected, forwards pushes.
-        let (notifications, forward) = AsyncStream<PushNotification>.makeStream()
-        let (connected, signalConnected) = AsyncStream<Void>.makeStream()
-        let pump = Task {
-            for await event in push.events() {
-                switch event {
-                case .connected: signalConnected.yield()
-                case .notification(let notification): forward.yield(notification)
-                default: break
+        try await SyncHarness.with { harness in
+            let configuration = SyncConfiguration(zones: ["ReadingList", "ReadingHistory"])
+            let (a, _) = try harness.engine("A", configuration: configuration)
+            let (b, _) = try harness.engine("B", configuration: configuration)
+            try await a.start()
+            try await b.start()
+            let push = PushClient(container: harness.container(device: "B"))
+            // One consumer of B's push channel: reports when it is connected, forwards pushes.
+            let (notifications, forward) = AsyncStream<PushNotification>.makeStream()
+            let (connected, signalConnected) = AsyncStream<Void>.makeStream()
+            let pump = Task {
+                for await event in push.events() {
+                    switch event {
+                    case .connected: signalConnected.yield()
+                    case .notification(let notification): forward.yield(notification)
+                    default: break
+                    }
                 }
+                forward.finish()
             }
-            forward.finish()
-        }
-        defer { pump.cancel() }
-        // Wait until B's push channel is connected before A saves.
-        for await _ in connected { break }
-        await b.listen(to: notifications)
-        let events = b.events()
+            defer { pump.cancel() }
+            // Wait until B's push channel is connected before A saves.
+            for await _ in connected { break }
+            await b.listen(to: notifications)
+            let events = b.events()
 
-        let started = ContinuousClock.now
-        try a.store.write { _, outbox in
-            try outbox.save(
-                LocalRecord(zoneName: "ReadingList", recordName: "pushed", recordType: "Bookmark", fields: ["title": "hello"]))
+            let started = ContinuousClock.now
+            try a.store.write { _, outbox in
+                try outbox.save(
+                    LocalRecord(zoneName: "ReadingList", recordName: "pushed", recordType: "Bookmark", fields: ["title": "hello"]))
+            }
+            try await a.sendChanges()
+            _ = try await firstEvent(events) { event in
+                if case .fetched(_, let saved, _) = event { return saved.contains { $0.recordName == "pushed" } }
+                return false
+            }
+            let elapsed = ContinuousClock.now - started
+            #expect(try b.store.record(zone: "ReadingList", name: "pushed")?.fields["title"] == "hello")
+            #expect(elapsed < .seconds(5))
+            await b.stopListening()
         }
-        try await a.sendChanges()
-        _ = try await firstEvent(events) { event in
-            if case .fetched(_, let saved, _) = event { return saved.contains { $0.recordName == "pushed" } }
-            return false
-        }
-        let elapsed = ContinuousClock.now - started
-        #expect(try b.store.record(zone: "ReadingList", name: "pushed")?.fields["title"] == "hello")
-        #expect(elapsed < .seconds(5))
-        await b.stopListening()
     }
 }

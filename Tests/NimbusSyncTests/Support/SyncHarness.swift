@@ -151,6 +151,22 @@ final class SyncHarness: Sendable {
         return (engine, service)
     }
 
+    /// Runs `body` with a fresh harness and always stops it (server, storage, devices' files),
+    /// whether `body` returns or throws.
+    static func with<T>(
+        retention: Duration = .seconds(3600), _ body: (SyncHarness) async throws -> T
+    ) async throws -> T {
+        let harness = try await SyncHarness(retention: retention)
+        do {
+            let result = try await body(harness)
+            try await harness.stop()
+            return result
+        } catch {
+            try? await harness.stop()
+            throw error
+        }
+    }
+
     func stop() async throws {
         try await server.stop()
         var logger = Logger(label: "sync-test")

@@ -37,6 +37,20 @@ final class TestWorld: Sendable {
         return TestWorld(directory: directory, server: server, apiToken: api.token, webAuthToken: user.token)
     }
 
+    /// Runs `body` in a fresh world and always stops it (server and files), whether `body`
+    /// returns or throws.
+    static func with<T>(_ body: (TestWorld) async throws -> T) async throws -> T {
+        let world = try await start()
+        do {
+            let result = try await body(world)
+            await world.stop()
+            return result
+        } catch {
+            await world.stop()
+            throw error
+        }
+    }
+
     /// Stops the server, keeping the devices' directories.
     func stopServer() async {
         try? await server.stop()
