@@ -208,6 +208,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // Raw TCP clients for the connection limit and timeout tests.
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 // Real WebSocket clients for the push channel tests.
                 .product(name: "WSClient", package: "swift-websocket"),
