@@ -277,11 +277,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // Raw TCP clients for the connection limit and timeout tests.
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 // Real WebSocket clients for the push channel tests.
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCore", package: "swift-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // Reaching into the store's file to prove notifications share the write's transaction.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Dropping each PostgreSQL test's schema; rows written straight to storage.

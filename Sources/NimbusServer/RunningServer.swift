@@ -73,10 +73,13 @@ public final class RunningServer: Sendable {
         PushRoutes.add(
             to: router, channel: pushChannel, courier: WebCourier(hub: hub, store: store, settings: configuration.push))
         let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
+        let limiter = ConnectionLimiter(limit: configuration.connections.maxConnectionsPerAddress)
         let app = Application(
             router: router,
             server: HTTPServerBuilder { responder in
-                PushHTTPChannel(responder: responder, push: pushChannel, configuration: HTTP1Channel.Configuration())
+                PushHTTPChannel(
+                    responder: responder, push: pushChannel, configuration: HTTP1Channel.Configuration(),
+                    connections: configuration.connections, limiter: limiter)
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "nimbus"),
             onServerRunning: { channel in

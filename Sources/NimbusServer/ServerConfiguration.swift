@@ -15,10 +15,13 @@ public struct ServerConfiguration: Sendable {
     /// How far a server-to-server request's `X-Apple-CloudKit-Request-ISO8601Date` may be
     /// from the server's clock.
     public var signatureWindow: Duration
-    /// The largest request body accepted.
+    /// The largest request body accepted by any operation: the ceiling of the operations' own
+    /// limits (``APIOperation/maxBodyBytes``).
     public var maxBodyBytes: Int
     /// The push channel: heartbeats, buffers, timeouts, the web courier.
     public var push = PushSettings()
+    /// HTTP connections: header, body and idle timeouts, connections per address.
+    public var connections = ConnectionSettings()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

@@ -26,6 +26,27 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Log level (trace, debug, info, notice, warning, error).")
     var logLevel = "info"
 
+    @Option(name: .long, help: "The largest request body any operation accepts, in bytes (each operation has its own lower limit).")
+    var maxBodyBytes = ServerConfiguration().maxBodyBytes
+
+    @Option(name: .long, help: "Seconds a new connection has to send its first request head.")
+    var headerTimeoutSeconds: Double = ConnectionSettings().headerTimeout.inSeconds
+
+    @Option(name: .long, help: "Seconds a request body may stall while the server reads it.")
+    var bodyTimeoutSeconds: Double = ConnectionSettings().bodyTimeout.inSeconds
+
+    @Option(name: .long, help: "Seconds an idle keep-alive connection stays open.")
+    var idleTimeoutSeconds: Double = ConnectionSettings().idleTimeout.inSeconds
+
+    @Option(
+        name: .long,
+        help: "Open connections one client address may hold (0: no limit; use 0 behind a load balancer or reverse proxy).")
+    var maxConnectionsPerAddress = ConnectionSettings().maxConnectionsPerAddress
+
+    func validate() throws {
+        _ = try connectionSettings()
+    }
+
     func run() async throws {
         MallocTuning.apply()
         var logger = Logger(label: "nimbus")
@@ -33,12 +54,38 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = ServerConfiguration(
             host: host, port: port, tombstoneRetention: .milliseconds(Int64(tombstoneRetentionDays * 86_400_000)))
         configuration.storage = data.location
+        configuration.maxBodyBytes = maxBodyBytes
+        configuration.connections = try connectionSettings()
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         fflush(nil)
         try await server.waitUntilStopped()
         print("Nimbus stopped.")
     }
+
+    /// The connection flags, checked: timeouts are positive, the limit is not negative.
+    func connectionSettings() throws -> ConnectionSettings {
+        for (flag, value) in [
+            ("--header-timeout-seconds", headerTimeoutSeconds), ("--body-timeout-seconds", bodyTimeoutSeconds),
+            ("--idle-timeout-seconds", idleTimeoutSeconds),
+        ] where !(value > 0 && value <= 86_400) {
+            throw ValidationError("\(flag) must be between 0 and 86400 seconds, got \(value)")
+        }
+        guard maxConnectionsPerAddress >= 0 else {
+            throw ValidationError("--max-connections-per-address must be 0 (no limit) or more, got \(maxConnectionsPerAddress)")
+        }
+        guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive, got \(maxBodyBytes)") }
+        return ConnectionSettings(
+            headerTimeout: .milliseconds(Int64(headerTimeoutSeconds * 1000)),
+            bodyTimeout: .milliseconds(Int64(bodyTimeoutSeconds * 1000)),
+            idleTimeout: .milliseconds(Int64(idleTimeoutSeconds * 1000)),
+            maxConnectionsPerAddress: maxConnectionsPerAddress)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as the flags give it.
+    fileprivate var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 struct CompactCommand: AsyncParsableCommand {

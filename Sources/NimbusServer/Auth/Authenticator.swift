@@ -18,6 +18,7 @@ struct Authenticator: Sendable {
         var deviceID: String?
     }
 
+    /// Authenticates a request whose body is at hand (the push channel's upgrade has none).
     /// - Parameters:
     ///   - subpath: the URL path the signature covers (`/database/1/…/records/query`).
     ///   - body: the body bytes exactly as received.
@@ -25,18 +26,32 @@ struct Authenticator: Sendable {
         _ credentials: Credentials, container: String, environment: ContainerEnvironment, scope: DatabaseScope,
         subpath: String, body: [UInt8], now: Date = Date()
     ) async throws -> RequestIdentity {
+        try await authenticateHead(
+            credentials, container: container, environment: environment, scope: scope, subpath: subpath, now: now
+        ).verified(body: body)
+    }
+
+    /// Authenticates a request from its URL and headers alone, before its body is read: tokens
+    /// completely; a server-to-server request as far as it goes without the body (the headers
+    /// are there, the key exists, is not revoked and is the container's, the date is within the
+    /// window, the signature is well-formed), leaving the signature over the body to
+    /// ``Pending/verified(body:)``.
+    func authenticateHead(
+        _ credentials: Credentials, container: String, environment: ContainerEnvironment, scope: DatabaseScope,
+        subpath: String, now: Date = Date()
+    ) async throws -> Pending {
         var identity = RequestIdentity(
             container: container, environment: environment, scope: scope, user: nil, serverKeyID: nil,
-            deviceID: credentials.deviceID)
+            deviceID: try Self.checkedDeviceID(credentials.deviceID))
 
         if let keyID = credentials.keyID {
-            try await verifySignature(credentials, keyID: keyID, container: container, subpath: subpath, body: body, now: now)
+            let check = try await signatureCheck(credentials, keyID: keyID, container: container, subpath: subpath, now: now)
             guard scope == .public else {
                 throw CloudKitError(
                     .accessDenied, "server-to-server keys reach the public database only; use a web auth token for private data")
             }
             identity.serverKeyID = keyID
-            return identity
+            return Pending(identity: identity, signature: check)
         }
 
         guard let apiToken = credentials.apiToken, !apiToken.isEmpty else {
@@ -70,12 +85,52 @@ struct Authenticator: Sendable {
                 .authenticationRequired,
                 "the \(scope.rawValue) database needs a signed-in user: pass ckWebAuthToken")
         }
-        return identity
+        return Pending(identity: identity, signature: nil)
     }
 
-    private func verifySignature(
-        _ credentials: Credentials, keyID: String, container: String, subpath: String, body: [UInt8], now: Date
-    ) async throws {
+    /// A request authenticated from its URL and headers; a signed one still needs its body.
+    struct Pending: Sendable {
+        var identity: RequestIdentity
+        /// The signature over the body, for a server-to-server request.
+        var signature: SignatureCheck?
+
+        /// The identity, once the body is known to be the one signed.
+        func verified(body: [UInt8]) throws(CloudKitError) -> RequestIdentity {
+            try signature?.verify(body: body)
+            return identity
+        }
+    }
+
+    /// What a server-to-server signature covers, but for the body: `{date}:{base64(sha256(body))}:{path}`.
+    struct SignatureCheck: Sendable {
+        var dateText: String
+        var subpath: String
+        var signatureDER: Data
+        var publicKeyPEM: String
+
+        static let refusal = CloudKitError(
+            .authenticationFailed,
+            "the signature does not verify: sign base64(DER(ECDSA-P256-SHA256(\"{date}:{base64(sha256(body))}:{path}\")))")
+
+        /// Checks the signature over `body`. A request without a body may also be signed with
+        /// an empty body-hash field (`{date}::{path}`), as some CloudKit clients sign GETs; the
+        /// date and path are signed either way.
+        func verify(body: [UInt8]) throws(CloudKitError) {
+            guard let signature = try? P256.Signing.ECDSASignature(derRepresentation: signatureDER),
+                let publicKey = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
+            else { throw Self.refusal }
+            let bodyHash = Data(SHA256.hash(data: body)).base64EncodedString()
+            if publicKey.isValidSignature(signature, for: Data("\(dateText):\(bodyHash):\(subpath)".utf8)) { return }
+            if body.isEmpty, publicKey.isValidSignature(signature, for: Data("\(dateText)::\(subpath)".utf8)) { return }
+            throw Self.refusal
+        }
+    }
+
+    /// Checks a server-to-server request's headers, key and date; the signature's bytes are
+    /// checked over the body later.
+    private func signatureCheck(
+        _ credentials: Credentials, keyID: String, container: String, subpath: String, now: Date
+    ) async throws -> SignatureCheck {
         guard let dateText = credentials.signatureDate, let signatureText = credentials.signature else {
             throw CloudKitError(
                 .authenticationFailed,
@@ -97,17 +152,23 @@ struct Authenticator: Sendable {
                 .authenticationFailed,
                 "the request date \(dateText) is more than \(Int(window)) s from the server's clock; sign it again")
         }
-        let bodyHash = Data(SHA256.hash(data: body)).base64EncodedString()
-        let message = Data("\(dateText):\(bodyHash):\(subpath)".utf8)
-        guard let signatureData = Data(base64Encoded: signatureText),
-            let signature = try? P256.Signing.ECDSASignature(derRepresentation: signatureData),
-            let publicKey = try? P256.Signing.PublicKey(pemRepresentation: key.publicKeyPEM),
-            publicKey.isValidSignature(signature, for: message)
-        else {
-            throw CloudKitError(
-                .authenticationFailed,
-                "the signature does not verify: sign base64(DER(ECDSA-P256-SHA256(\"{date}:{base64(sha256(body))}:{path}\")))")
+        // A signature that cannot verify whatever the body: refused before the body is read.
+        guard let signatureDER = Data(base64Encoded: signatureText),
+            (try? P256.Signing.ECDSASignature(derRepresentation: signatureDER)) != nil,
+            (try? P256.Signing.PublicKey(pemRepresentation: key.publicKeyPEM)) != nil
+        else { throw SignatureCheck.refusal }
+        return SignatureCheck(dateText: dateText, subpath: subpath, signatureDER: signatureDER, publicKeyPEM: key.publicKeyPEM)
+    }
+
+    /// The device a request names, checked: 1 to 255 bytes without control characters (it is
+    /// stored in every record the request writes); an empty one names no device.
+    static func checkedDeviceID(_ value: String?) throws(CloudKitError) -> String? {
+        guard let value, !value.isEmpty else { return nil }
+        guard value.utf8.count <= 255, !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw .badRequest(
+                "the device ID (X-Nimbus-Device-ID or deviceID) must be 1 to 255 bytes without control characters")
         }
+        return value
     }
 
     static func parseISO8601(_ text: String) -> Date? {

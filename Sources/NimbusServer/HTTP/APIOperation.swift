@@ -46,6 +46,22 @@ public enum APIOperation: String, CaseIterable, Sendable {
         }
     }
 
+    /// The largest request body the operation takes, in bytes; the server's ceiling
+    /// (``ServerConfiguration/maxBodyBytes``, 64 MiB by default) caps it. A larger body is
+    /// refused with `LIMIT_EXCEEDED` before it is read.
+    ///
+    /// `records/modify` has room for its 200 records of 1 MiB of fields each, plus 16 KiB each
+    /// for names, tags and the JSON around them (≈ 203 MiB: the ceiling decides). A batch of
+    /// 200 subscriptions, each with a query of long filters, fits in 4 MiB. Every other
+    /// request carries names, tokens, a query and a few options: 1 MiB.
+    public var maxBodyBytes: Int {
+        switch self {
+        case .recordsModify: return ProtocolLimits.maxOperations * (ProtocolLimits.maxRecordBytes + (16 << 10))
+        case .subscriptionsModify: return 4 << 20
+        default: return 1 << 20
+        }
+    }
+
     /// Whether the operation changes data (and so needs a user or an admin key in the public database).
     var isWrite: Bool {
         self == .recordsModify || self == .zonesModify || self == .subscriptionsModify

@@ -7,11 +7,14 @@ import NimbusProtocol
 import NimbusStore
 
 /// Turns HTTP requests on `/database/1/{container}/{environment}/{database}/{operation}` into
-/// API calls: reads the body, authenticates, parses the JSON, dispatches to the handler for
-/// the operation and renders its result or its error in CloudKit's shape.
+/// API calls: authenticates from the URL and headers, reads the body (bounded by the
+/// operation's limit, ``APIOperation/maxBodyBytes``), checks a signature over it, parses the
+/// JSON, dispatches to the handler for the operation and renders its result or its error in
+/// CloudKit's shape.
 struct APIResponder: Sendable {
     let api: CloudKitAPI
     let authenticator: Authenticator
+    /// The ceiling of every operation's body limit (``ServerConfiguration/maxBodyBytes``).
     let maxBodyBytes: Int
     let logger: Logger
     /// The configured public base URL, if any (see ``PushSettings/publicBaseURL``).
@@ -72,9 +75,13 @@ struct APIResponder: Sendable {
                 .badRequest, "the shared database is not available: record sharing is not implemented by this server yet")
         }
 
-        var request = request
-        let buffer = try await collectBody(&request)
-        let bodyBytes = Array(buffer.readableBytesView)
+        // Refused before anything is read or looked up: a body announced larger than the operation takes.
+        let limit = min(operation.maxBodyBytes, maxBodyBytes)
+        if let announced = request.headers[.contentLength].flatMap({ Int($0) }), announced > limit {
+            throw Self.bodyTooLarge(operation, limit: limit, announced: announced)
+        }
+        // Authenticated from the URL and headers before the body is read: an unauthenticated
+        // client never gets the server to hold its upload.
         let query = request.uri.queryParameters
         let credentials = Authenticator.Credentials(
             apiToken: query.get("ckAPIToken").map { String($0) },
@@ -83,8 +90,10 @@ struct APIResponder: Sendable {
             signatureDate: request.headers[Self.dateHeader],
             signature: request.headers[Self.signatureHeader],
             deviceID: request.headers[Self.deviceHeader] ?? query.get("deviceID").map { String($0) })
-        let identity = try await authenticator.authenticate(
-            credentials, container: container, environment: environment, scope: scope, subpath: path, body: bodyBytes)
+        let pending = try await authenticator.authenticateHead(
+            credentials, container: container, environment: environment, scope: scope, subpath: path)
+        let bodyBytes = try await Self.collectBody(request, limit: limit, operation: operation)
+        let identity = try pending.verified(body: bodyBytes)
 
         let json: JSON
         if bodyBytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
@@ -102,12 +111,39 @@ struct APIResponder: Sendable {
         return Self.jsonResponse(result)
     }
 
-    private func collectBody(_ request: inout Request) async throws -> ByteBuffer {
+    /// The request body, read up to `limit` bytes: a longer one is refused as soon as it
+    /// passes the limit, without reading the rest (the connection then closes, see
+    /// ``HTTPConnectionGuard``).
+    static func collectBody(_ request: Request, limit: Int, operation: APIOperation) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
         do {
-            return try await request.collectBody(upTo: maxBodyBytes)
+            for try await buffer in request.body {
+                guard buffer.readableBytes <= limit - bytes.count else {
+                    throw bodyTooLarge(operation, limit: limit, announced: nil)
+                }
+                bytes.append(contentsOf: buffer.readableBytesView)
+            }
+        } catch let error as CloudKitError {
+            throw error
         } catch {
-            throw CloudKitError(.badRequest, "the request body is larger than \(maxBodyBytes) bytes")
+            throw CloudKitError(
+                .badRequest, "the request body could not be read to its end (\(error)): the connection failed or the "
+                    + "body's framing is malformed; send the request again")
         }
+        if let announced = request.headers[.contentLength].flatMap({ Int($0) }), bytes.count < announced {
+            throw CloudKitError(
+                .badRequest, "the request body ended after \(bytes.count) of the \(announced) bytes its Content-Length "
+                    + "announced; send the request again")
+        }
+        return bytes
+    }
+
+    /// `LIMIT_EXCEEDED` for a body over the operation's limit.
+    static func bodyTooLarge(_ operation: APIOperation, limit: Int, announced: Int?) -> CloudKitError {
+        let size = announced.map { "the request body (\($0) bytes) is" } ?? "the request body is"
+        return CloudKitError(
+            .limitExceeded,
+            "\(size) larger than \(limit) bytes, the limit of \(operation.rawValue) on this server; split it into smaller requests")
     }
 
     static func jsonResponse(_ json: JSON, status: HTTPResponse.Status = .ok) -> Response {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -29,18 +30,19 @@ struct PushChannel: Sendable {
     let settings: PushSettings
     let logger: Logger
 
-    /// The container and environment of a push channel path, or `nil` for other paths.
-    static func target(of path: String) -> (container: String, environment: String)? {
-        let parts = path.split(separator: "?", maxSplits: 1)[0].split(separator: "/").map(String.init)
+    /// The container and environment of a push channel request target (path and query, as
+    /// the request line has it), or `nil` for other targets.
+    static func target(of uri: URI) -> (container: String, environment: String)? {
+        let parts = uri.path.split(separator: "/")
         guard parts.count == 3, parts[0] == "push" else { return nil }
-        return (parts[1], parts[2])
+        return (String(parts[1]), String(parts[2]))
     }
 
     /// Decides an upgrade request to a push path: authenticates it, registers the device
     /// with the hub and queues its catch-up push; or says why it is refused.
-    func decide(uri: String, header: (String) -> String?, channel: any Channel) async -> PushSocketHandler.Role {
+    func decide(uri: URI, header: (String) -> String?, channel: any Channel) async -> PushSocketHandler.Role {
         do {
-            let (recipient, deviceID) = try await authenticate(path: uri, header: header)
+            let (recipient, deviceID) = try await authenticate(uri: uri, header: header)
             let connection = PushConnection(
                 recipient: recipient, deviceID: deviceID, channel: channel, bufferLimit: settings.bufferLimit)
             guard await hub.register(connection) else {
@@ -70,20 +72,22 @@ struct PushChannel: Sendable {
     }
 
     /// Who connects: the signed-in user of the container environment, and the device.
-    func authenticate(path: String, header: (String) -> String?) async throws -> (NotificationRecipient, String) {
-        guard let target = Self.target(of: path) else { throw CloudKitError(.notFound, "no such endpoint: \(path)") }
+    func authenticate(uri: URI, header: (String) -> String?) async throws -> (NotificationRecipient, String) {
+        guard let target = Self.target(of: uri) else { throw CloudKitError(.notFound, "no such endpoint: \(uri.path)") }
         guard let environment = ContainerEnvironment(rawValue: target.environment) else {
             throw CloudKitError.badRequest("environment must be development or production, got '\(target.environment)'")
         }
-        let query = Self.queryParameters(of: path)
+        // Hummingbird's parser, as for the API: values are percent-decoded, names taken as sent.
+        let query = uri.queryParameters
+        func parameter(_ name: String) -> String? { query.get(name).map { String($0) } }
         let credentials = Authenticator.Credentials(
-            apiToken: query["ckAPIToken"], webAuthToken: query["ckWebAuthToken"],
+            apiToken: parameter("ckAPIToken"), webAuthToken: parameter("ckWebAuthToken"),
             keyID: header(APIResponder.keyIDHeader.rawName), signatureDate: header(APIResponder.dateHeader.rawName),
             signature: header(APIResponder.signatureHeader.rawName),
-            deviceID: header(APIResponder.deviceHeader.rawName) ?? query["deviceID"])
+            deviceID: header(APIResponder.deviceHeader.rawName) ?? parameter("deviceID"))
         let identity = try await authenticator.authenticate(
-            credentials, container: target.container, environment: environment, scope: .private,
-            subpath: String(path.split(separator: "?", maxSplits: 1)[0]), body: [])
+            credentials, container: target.container, environment: environment, scope: .private, subpath: uri.path,
+            body: [])
         guard let user = identity.user else {
             throw CloudKitError(.authenticationRequired, "the push channel needs a signed-in user: pass ckWebAuthToken")
         }
@@ -99,10 +103,8 @@ struct PushChannel: Sendable {
 
     /// The answer to a plain GET of a push channel path: the authentication error, or how to connect.
     func respondWithoutUpgrade(_ request: Request) async -> Response {
-        var path = request.uri.path
-        if let query = request.uri.query { path += "?\(query)" }
         do {
-            _ = try await authenticate(path: path) { name in HTTPField.Name(name).flatMap { request.headers[$0] } }
+            _ = try await authenticate(uri: request.uri) { name in HTTPField.Name(name).flatMap { request.headers[$0] } }
             return APIResponder.errorResponse(
                 CloudKitError.badRequest("the push channel is a WebSocket: connect with an Upgrade: websocket request"))
         } catch let error as CloudKitError {
@@ -135,18 +137,6 @@ struct PushChannel: Sendable {
             reason.append(character)
         }
         return reason
-    }
-
-    static func queryParameters(of path: String) -> [String: String] {
-        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
-        var parameters: [String: String] = [:]
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-            let raw = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ") : ""
-            parameters[name] = raw.removingPercentEncoding ?? raw
-        }
-        return parameters
     }
 
     static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }

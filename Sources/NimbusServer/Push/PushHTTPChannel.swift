@@ -22,6 +22,8 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         case push
         case notUpgraded(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
         case failedUpgrade(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        /// Over the per-address connection limit: answered and closed by ``ConnectionRefusalHandler``.
+        case refused
     }
 
     struct Value: ServerChildChannelValue {
@@ -32,9 +34,16 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let responder: HTTPChannelHandler.Responder
     let push: PushChannel
     let configuration: HTTP1Channel.Configuration
+    /// Timeouts and the per-address limit (``HTTPConnectionGuard``, ``ConnectionLimiter``).
+    let connections: ConnectionSettings
+    let limiter: ConnectionLimiter
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
+            guard let lease = limiter.admit(channel) else {
+                try channel.pipeline.syncOperations.addHandler(ConnectionRefusalHandler(answer: limiter.refusal()))
+                return Value(upgradeResult: channel.eventLoop.makeSucceededFuture(.refused), channel: channel)
+            }
             let push = push
             let configuration = configuration
             // What `shouldUpgrade` decided, for `upgradePipelineHandler` (they run in turn).
@@ -44,22 +53,30 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 maxFrameSize: 1 << 12,
                 shouldUpgrade: { channel, head in
                     upgradeAttempted.withLockedValue { $0 = true }
-                    guard PushChannel.target(of: head.uri) != nil else {
+                    let uri = URI(head.uri)
+                    guard PushChannel.target(of: uri) != nil else {
                         return channel.eventLoop.makeSucceededFuture(nil)
                     }
                     let promise = channel.eventLoop.makePromise(of: HTTPHeaders?.self)
                     promise.completeWithTask {
-                        let role = await push.decide(uri: head.uri, header: { head.headers.first(name: $0) }, channel: channel)
+                        let role = await push.decide(uri: uri, header: { head.headers.first(name: $0) }, channel: channel)
                         decision.withLockedValue { $0 = role }
                         return HTTPHeaders()
                     }
-                    return promise.futureResult
+                    // A WebSocket from here on (accepted, or refused with a close frame): the HTTP
+                    // timeouts give way to the heartbeat. The guard goes before the upgrade
+                    // removes the HTTP decoder, whose leftover bytes are no HTTP parts.
+                    return promise.futureResult.flatMap { headers in
+                        channel.pipeline.removeHandler(name: HTTPConnectionGuard.name).map { headers }
+                    }
                 },
                 upgradePipelineHandler: { channel, _ in
                     channel.eventLoop.makeCompletedFuture {
                         guard let role = decision.withLockedValue({ $0 }) else {
                             throw ChannelError.inappropriateOperationForState
                         }
+                        // An authenticated device no longer counts against its address.
+                        if case .accepted = role { lease.release() }
                         try channel.pipeline.syncOperations.addHandler(PushSocketHandler(role))
                         return UpgradeResult.push
                     }
@@ -88,6 +105,11 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             upgradeConfiguration.decoderConfiguration.maxHeaderFieldCount = configuration.httpDecoder.maxHeaderFieldCount
             let negotiation = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
                 configuration: upgradeConfiguration)
+            // Right after the request decoder: every request and response part passes it.
+            let upgradeHandler = try channel.pipeline.syncOperations.handler(
+                type: NIOTypedHTTPServerUpgradeHandler<UpgradeResult>.self)
+            try channel.pipeline.syncOperations.addHandler(
+                HTTPConnectionGuard(settings: connections), name: HTTPConnectionGuard.name, position: .before(upgradeHandler))
             return Value(upgradeResult: negotiation, channel: channel)
         }
     }
@@ -95,7 +117,7 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     func handle(value: Value, logger: Logger) async {
         do {
             switch try await value.upgradeResult.get() {
-            case .push:
+            case .push, .refused:
                 // The channel's handler serves it from here on; the hub closes it at shutdown.
                 return
             case .notUpgraded(let http1):
