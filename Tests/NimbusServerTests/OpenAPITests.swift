@@ -132,9 +132,11 @@ struct OpenAPITests {
         #expect(codes.subtracting(documented).isEmpty, "statuses of error codes no operation documents: \(codes.subtracting(documented).sorted())")
     }
 
-    @Test("operationIds are unique and component references resolve")
+    @Test("operationIds are unique, component references resolve, no key is doubled or empty")
     func operationIDsAndReferences() {
         let text = OpenAPIDocument.text
+        let problems = OpenAPIPaths.structuralProblems(text)
+        #expect(problems.isEmpty, "openapi.yaml:\n\(problems.joined(separator: "\n"))")
         let ids = text.split(separator: "\n").compactMap { line -> String? in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             guard trimmed.hasPrefix("operationId:") else { return nil }
@@ -203,6 +205,26 @@ struct OpenAPITests {
                   summary: none
             """)
         #expect(operations == ["/a": ["GET": ["200", "400", "default"], "POST": []]])
+        let broken = """
+            a:
+              b: 1
+              c:
+              b: 2
+            list:
+              - name: x
+                in: query
+              - name: y
+                in: path
+            d:
+              e: |
+                e: not a key
+              e: 3
+            """
+        #expect(
+            OpenAPIPaths.structuralProblems(broken) == [
+                "line 3: 'c' has no value", "line 4: 'b' appears twice in one mapping",
+                "line 13: 'e' appears twice in one mapping",
+            ])
     }
 
     static func fetchDocument(_ server: TestServer) async throws -> (status: Int, contentType: String?, text: String) {
@@ -281,6 +303,51 @@ enum OpenAPIPaths {
             }
         }
         return result
+    }
+
+    /// Keys written twice in one mapping and keys with no value (YAML reads both without
+    /// complaint: the last duplicate wins, an empty value is null), by line number. Block
+    /// scalars and comments are skipped; `- ` list items open a mapping of their own.
+    static func structuralProblems(_ text: String) -> [String] {
+        var problems: [String] = []
+        // The open mappings, innermost last: the indent of the line that owns each (a key or
+        // a list item's dash; -1 for the document) and the keys seen in it so far.
+        var stack: [(indent: Int, keys: Set<String>)] = [(-1, [])]
+        var pendingEmpty: (line: Int, indent: Int, key: String)?
+        var blockScalarIndent: Int?
+        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = String(rawLine)
+            var trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            var indent = line.prefix { $0 == " " }.count
+            if let blockIndent = blockScalarIndent {
+                if indent > blockIndent { continue }
+                blockScalarIndent = nil
+            }
+            if let pending = pendingEmpty, indent <= pending.indent {
+                problems.append("line \(pending.line + 1): '\(pending.key)' has no value")
+            }
+            pendingEmpty = nil
+            if trimmed.hasPrefix("- ") {
+                // A list item: a new mapping whose keys sit two columns in.
+                while let top = stack.last, top.indent >= indent { stack.removeLast() }
+                stack.append((indent, []))
+                trimmed = String(trimmed.dropFirst(2)).trimmingCharacters(in: .whitespaces)
+                indent += 2
+            }
+            if trimmed.hasSuffix("|") || trimmed.hasSuffix(">") || trimmed.hasSuffix("|-") || trimmed.hasSuffix(">-") {
+                blockScalarIndent = indent
+            }
+            guard let key = mappingKey(trimmed) else { continue }
+            while let top = stack.last, top.indent >= indent { stack.removeLast() }
+            if stack[stack.count - 1].keys.contains(key) {
+                problems.append("line \(number + 1): '\(key)' appears twice in one mapping")
+            }
+            stack[stack.count - 1].keys.insert(key)
+            stack.append((indent, []))
+            if trimmed.hasSuffix(":") { pendingEmpty = (number, indent, key) }
+        }
+        return problems
     }
 
     /// The key of a `key:` or `key: value` line (quotes removed), or `nil` for list items and scalars.
