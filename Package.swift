@@ -10,7 +10,10 @@ let package = Package(
     name: "nimbus",
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10)],
     products: [
-        .executable(name: "nimbus", targets: ["nimbus"]),
+        // The server and its operator's command line (Linux and macOS).
+        .executable(name: "nimbus", targets: ["NimbusCLI"]),
+        // The benchmarks: `swift run -c release nimbus-bench …` (push bench on Linux only).
+        .executable(name: "nimbus-bench", targets: ["NimbusBench"]),
         .library(name: "NimbusProtocol", targets: ["NimbusProtocol"]),
         .library(name: "NimbusStore", targets: ["NimbusStore"]),
         .library(name: "NimbusPostgres", targets: ["NimbusPostgres"]),
@@ -20,7 +23,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -31,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
@@ -68,11 +72,19 @@ let package = Package(
                 "NimbusStore",
                 "NimbusPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // The push channel: its own HTTP/1 pipeline and WebSocket frames on NIO.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
             ],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: swiftSettings
@@ -86,6 +98,13 @@ let package = Package(
                 .product(name: "WSClient", package: "swift-websocket"),
                 // Signing requests with a server-to-server key (ECDSA P-256).
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                // The HTTP client's event loops and the push WebSocket's frames.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -121,22 +140,51 @@ let package = Package(
             path: "Examples/reading-list",
             swiftSettings: swiftSettings
         ),
-        // `nimbus bench push`'s raw sockets: epoll and the kernel's receive timestamps.
-        .target(name: "CBenchSockets"),
-        // The `nimbus` command: serve, provisioning, bench, demo.
-        .executableTarget(
-            name: "nimbus",
+        // An embedded server and Reading List devices: what `nimbus demo` and `nimbus-bench sync` run on.
+        .target(
+            name: "ReadingListSandbox",
             dependencies: [
-                "CBenchSockets",
+                "ReadingList",
+                "NimbusServer",
+                "NimbusStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/ReadingListSandbox",
+            swiftSettings: swiftSettings
+        ),
+        // The `nimbus` command: serve, provisioning, schema, demo. Nothing Linux-only.
+        .executableTarget(
+            name: "NimbusCLI",
+            dependencies: [
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusServer",
                 "Nimbus",
                 "NimbusSync",
                 "ReadingList",
+                "ReadingListSandbox",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // `nimbus-bench push`'s raw sockets: epoll and the kernel's receive timestamps (Linux only).
+        .target(name: "CBenchSockets"),
+        // `nimbus-bench`: write, feed, sync, query and push benchmarks over HTTP.
+        .executableTarget(
+            name: "NimbusBench",
+            dependencies: [
+                .target(name: "CBenchSockets", condition: .when(platforms: [.linux])),
+                "NimbusProtocol",
+                "NimbusStore",
+                "NimbusServer",
+                "Nimbus",
+                "NimbusSync",
+                "ReadingList",
+                "ReadingListSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 // The benches' HTTP requests and buffers.
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -152,19 +200,24 @@ let package = Package(
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "NimbusSyncTests",
-            dependencies: ["NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore"],
+            dependencies: [
+                "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
-        // The `nimbus` command's own parts (the bench client's page scanner, the push bench's devices).
+        // The benches' own parts (the feed client's page scanner, the push bench's devices).
         .testTarget(
-            name: "NimbusCommandTests",
+            name: "NimbusBenchTests",
             dependencies: [
-                "nimbus",
+                "NimbusBench",
                 "NimbusServer",
                 "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -179,12 +232,19 @@ let package = Package(
         ),
         .testTarget(
             name: "ReadingListTests",
-            dependencies: ["ReadingList", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore"],
+            dependencies: [
+                "ReadingList", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "NimbusStoreTests",
-            dependencies: ["NimbusProtocol", "NimbusStore"],
+            dependencies: [
+                "NimbusProtocol", "NimbusStore",
+                // Holding statements in a connection's trace hook (SQLiteReadThreadTests).
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -211,6 +271,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // Real WebSocket clients for the push channel tests.
                 .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "WSCore", package: "swift-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 // Reaching into the store's file to prove notifications share the write's transaction.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Dropping each PostgreSQL test's schema.

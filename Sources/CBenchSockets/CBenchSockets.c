@@ -1,3 +1,5 @@
+// Linux only (epoll, SO_TIMESTAMPNS): elsewhere this target compiles to nothing.
+#ifdef __linux__
 #define _GNU_SOURCE
 #include "CBenchSockets.h"
 
@@ -108,3 +110,5 @@ int cbench_epoll_wait(int epoll_fd, int32_t *ready, int capacity, int timeout_ms
 }
 
 void cbench_close(int fd) { close(fd); }
+
+#endif  // __linux__

@@ -1,7 +1,7 @@
 #ifndef C_BENCH_SOCKETS_H
 #define C_BENCH_SOCKETS_H
 
-// The few socket calls `nimbus bench push` makes itself, so that its devices and its
+// The few socket calls `nimbus-bench push` makes itself, so that its devices and its
 // writer can read the kernel's arrival time of what the server sent (SO_TIMESTAMPNS) and
 // wait on many sockets at once (epoll) — neither is reachable through Glibc's Swift module.
 

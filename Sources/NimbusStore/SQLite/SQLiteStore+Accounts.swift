@@ -125,7 +125,7 @@ extension SQLiteStore: AccountStore {
 
     /// One read for both lookups of a request (every API request makes them).
     public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
-        try readOnCallingThread { db in
+        try await pool.read { db in
             let container = try String.fetchOne(
                 db.cachedStatement(
                     sql: "SELECT container FROM tokens WHERE token = ? AND kind = 'api' AND revoked_at IS NULL"),

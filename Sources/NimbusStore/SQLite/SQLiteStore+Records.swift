@@ -64,7 +64,7 @@ extension SQLiteStore: RecordStore {
         -> RecordChangesPage
     {
         let position = try token.map { token throws(CloudKitError) in try ChangeToken.decodeRecords(token) }
-        return try readOnCallingThread { db in
+        return try await pool.read { db in
             guard let dbRow = try Self.databaseRow(db, database) else {
                 if zone == ZoneID.defaultZoneName, position == nil {
                     return RecordChangesPage(
@@ -131,13 +131,5 @@ extension SQLiteStore: RecordStore {
                 sql: "INSERT OR IGNORE INTO record_refs (db, zone, target, source) VALUES (?, ?, ?, ?)"
             ).execute(arguments: [database, zone, target, after.recordName])
         }
-    }
-}
-
-extension SQLiteStore {
-    /// A read on the calling thread (GRDB's synchronous `read`), without the hop to a reader
-    /// queue and back that `await pool.read` makes.
-    func readOnCallingThread<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.read(body)
     }
 }

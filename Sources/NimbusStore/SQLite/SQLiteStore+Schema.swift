@@ -3,21 +3,23 @@ import NimbusProtocol
 
 extension SQLiteStore: SchemaStore {
     public func schema(container: String, environment: ContainerEnvironment) async throws -> VersionedSchema {
-        let row = try await pool.read { db in
+        // A Sendable result, so that GRDB's async read (off the cooperative pool) is the one chosen.
+        let stored: (version: Int64, document: String)? = try await pool.read { db in
             try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT version, document FROM schemas WHERE container = ? AND environment = ?"),
-                arguments: [container, environment.rawValue])
+                arguments: [container, environment.rawValue]
+            ).map { row in (row[0], row[1]) }
         }
-        guard let row else { return VersionedSchema(schema: ContainerSchema(), version: 0) }
+        guard let stored else { return VersionedSchema(schema: ContainerSchema(), version: 0) }
         do {
-            return VersionedSchema(schema: try SchemaFile.parse(row[1]), version: row[0])
+            return VersionedSchema(schema: try SchemaFile.parse(stored.document), version: stored.version)
         } catch {
             throw CloudKitError(.internalError, "the stored schema of \(container)/\(environment.rawValue) is corrupt: \(error.reason)")
         }
     }
 
     public func schemaVersion(container: String, environment: ContainerEnvironment) async throws -> Int64 {
-        try readOnCallingThread { db in
+        try await pool.read { db in
             try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT version FROM schemas WHERE container = ? AND environment = ?"),
                 arguments: [container, environment.rawValue]) ?? 0

@@ -8,18 +8,27 @@ import NimbusProtocol
 /// is always greater than every version committed before it and readers (each in its own
 /// WAL snapshot) can never skip a change. Another process (the `nimbus` CLI provisioning
 /// users while the server runs) may open the same file; SQLite's locking and a busy
-/// timeout keep them apart.
+/// timeout keep them apart. Every read runs on GRDB's reader queues (`await pool.read`),
+/// never on the calling task's thread: SQLite blocks its thread, and Swift's cooperative pool
+/// has one thread per core.
 public final class SQLiteStore: Sendable {
     /// The GRDB pool; `DatabasePool` is `Sendable`.
     let pool: DatabasePool
     public let path: String
 
     /// Opens (creating if needed) the store at `path` and migrates its schema.
-    public init(path: String) throws {
+    public convenience init(path: String) throws {
+        try self.init(path: path, preparingEachConnection: nil)
+    }
+
+    /// Opens the store, running `prepare` on each new connection after the store's own
+    /// settings (tests use it to make statements observable).
+    init(path: String, preparingEachConnection prepare: (@Sendable (Database) throws -> Void)?) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try prepare?(db)
         }
         self.path = path
         self.pool = try DatabasePool(path: path, configuration: configuration)

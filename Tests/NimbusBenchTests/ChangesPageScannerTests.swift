@@ -1,7 +1,7 @@
 import NIOCore
 import Testing
 
-@testable import nimbus
+@testable import NimbusBench
 
 @Suite("The bench client's records/changes scanner")
 struct ChangesPageScannerTests {

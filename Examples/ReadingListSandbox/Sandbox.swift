@@ -6,15 +6,21 @@ import ReadingList
 
 /// An embedded server on a fresh temporary data directory, one provisioned user, and
 /// simulated devices of that user (each with its own local store): what `nimbus demo` and
-/// `nimbus bench sync` run on. Everything goes over real HTTP and WebSocket on 127.0.0.1.
-struct Sandbox {
-    let directory: String
-    let server: RunningServer
-    let container: String
-    let apiToken: String
-    let webAuthToken: String
+/// `nimbus-bench sync` run on. Everything goes over real HTTP and WebSocket on 127.0.0.1.
+public struct Sandbox: Sendable {
+    /// The temporary directory: the server's data and each device's local store.
+    public let directory: String
+    /// The embedded server on 127.0.0.1 and a free port.
+    public let server: RunningServer
+    /// The provisioned container (`iCloud.com.example.news`).
+    public let container: String
+    /// The container's API token.
+    public let apiToken: String
+    /// The provisioned user's web auth token.
+    public let webAuthToken: String
 
-    static func start(name: String, logLevel: Logger.Level = .error) async throws -> Sandbox {
+    /// Starts a server on a fresh directory named after `name` and provisions one user.
+    public static func start(name: String, logLevel: Logger.Level = .error) async throws -> Sandbox {
         let runID = String(UUID().uuidString.prefix(8)).lowercased()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-\(name)-\(runID)").path
         var logger = Logger(label: "nimbus")
@@ -38,7 +44,7 @@ struct Sandbox {
 
     /// A device of the user (or of the user `webAuthToken` signs in), with its own
     /// directory and local store.
-    func device(
+    public func device(
         _ name: String, webAuthToken: String? = nil, now: @escaping @Sendable () -> Int64 = ReadingList.wallClock
     ) throws -> Device {
         try Device.initialize(
@@ -50,21 +56,13 @@ struct Sandbox {
     }
 
     /// Another user of the container; returns their web auth token.
-    func addUser(_ name: String) async throws -> String {
+    public func addUser(_ name: String) async throws -> String {
         try await server.store.createUser(name: name, email: nil, firstName: nil, lastName: nil, container: container).token
     }
 
     /// Stops the server and (unless `keep`) deletes the directory.
-    func stop(keep: Bool) async {
+    public func stop(keep: Bool) async {
         try? await server.stop()
         if !keep { try? FileManager.default.removeItem(atPath: directory) }
-    }
-}
-
-extension Duration {
-    /// Milliseconds, for printing.
-    var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }
 }

@@ -1,10 +1,12 @@
+// The push bench's devices are Linux-only (epoll, SO_TIMESTAMPNS).
+#if os(Linux)
 import Foundation
 import Logging
 import NimbusServer
 import NimbusStore
 import Testing
 
-@testable import nimbus
+@testable import NimbusBench
 
 /// The push bench's measuring parts against a real server: devices on raw sockets read by
 /// one epoll thread, device A's saves over a raw HTTP/1.1 connection, and the kernel's
@@ -113,3 +115,4 @@ import Testing
         }
     }
 }
+#endif

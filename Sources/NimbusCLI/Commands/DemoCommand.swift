@@ -5,6 +5,7 @@ import NimbusProtocol
 import NimbusServer
 import NimbusSync
 import ReadingList
+import ReadingListSandbox
 
 /// `nimbus demo`: the Reading List scenario, live. An embedded server in a temporary
 /// directory, two devices of one user (two sync engines, two local stores, two push

@@ -8,19 +8,21 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 
-/// `nimbus bench`: measures the server through its HTTP API, as CloudKit Web Services
-/// clients use it. See `bench/README.md`.
+/// `nimbus-bench`: measures the server through its HTTP API, as CloudKit Web Services
+/// clients use it. See `bench/README.md`. Its own executable, so that the shipping `nimbus`
+/// links none of it (run it as `swift run -c release nimbus-bench …`).
+@main
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench",
+        commandName: "nimbus-bench",
         abstract: "Measure write, sync and latency throughput over HTTP (build with -c release).",
         discussion: """
             By default starts an embedded server on a fresh temporary data directory. With --url it \
             drives a running server instead: pass that server's --data directory (to provision a \
             container and user in it) or --container, --api-token and --web-auth-token.
-            `nimbus bench push` measures push latency and idle WebSocket memory; `nimbus bench query`, records/query latency.
+            `nimbus-bench push` measures push latency and idle WebSocket memory (Linux only); `nimbus-bench query`, records/query latency.
             """,
-        subcommands: [SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self])
+        subcommands: benchSubcommands)
 
     @Option(name: .long, help: "Base URL of a running server (default: start an embedded one).")
     var url: String?
@@ -708,9 +710,20 @@ func processCPUSeconds() -> Double {
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
+/// The benches under `nimbus-bench`: the push bench's devices read raw Linux sockets (epoll,
+/// kernel receive timestamps), so it exists on Linux only.
+#if os(Linux)
+let benchSubcommands: [any ParsableCommand.Type] = [SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self]
+#else
+let benchSubcommands: [any ParsableCommand.Type] = [SyncBenchCommand.self, QueryBenchCommand.self]
+#endif
+
 extension Duration {
     var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
+
+    /// Milliseconds, for printing.
+    var milliseconds: Double { seconds * 1000 }
 }

@@ -7,7 +7,7 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 
-/// `nimbus bench query`: `records/query` latency over HTTP on a large record type.
+/// `nimbus-bench query`: `records/query` latency over HTTP on a large record type.
 ///
 /// Starts an embedded server on a fresh data directory, saves `--records` articles of one
 /// type through `records/modify`, then times the first page (200 records) of three queries,

@@ -1,3 +1,4 @@
+#if os(Linux)
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
@@ -8,14 +9,14 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 
-/// `nimbus bench push`: push latency and the memory of idle push connections, against a
+/// `nimbus-bench push`: push latency and the memory of idle push connections, against a
 /// `nimbus serve` child process (so its memory is the server's alone). See `bench/README.md`.
 struct PushBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push",
         abstract: "Measure push latency (modify answer on A → push frame on B) and memory per idle WebSocket.",
         discussion: """
-            Starts `nimbus serve` (this executable) on a fresh temporary data directory for each \
+            Starts `nimbus serve` (the `nimbus` executable beside this one) on a fresh temporary data directory for each \
             measurement, connects real WebSocket clients from this process and reads the server's \
             resident memory from /proc. Build with -c release.
             """)
@@ -32,12 +33,12 @@ struct PushBenchCommand: AsyncParsableCommand {
     var fanout = "user,users"
     @Option(name: .long, help: "Comma-separated numbers of idle authenticated WebSockets for the memory runs.")
     var idle = "1000,10000"
-    // `--only` and `--json` belong to `nimbus bench`; these are the push bench's own.
+    // `--only` and `--json` belong to `nimbus-bench`; these are the push bench's own.
     @Option(name: .long, help: "Comma-separated runs: latency,idle.")
     var runs = "latency,idle"
     @Flag(name: .long, help: "Print the results as JSON.")
     var printJSON = false
-    // `--postgres` belongs to `nimbus bench` (a parent's option wins the parse).
+    // `--postgres` belongs to `nimbus-bench` (a parent's option wins the parse).
     @Option(
         name: .customLong("postgres-url"),
         help: "Run the latency runs on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
@@ -104,6 +105,17 @@ struct PushBenchCommand: AsyncParsableCommand {
 }
 
 // MARK: - Server process
+
+/// The `nimbus` executable beside this one (`swift build` puts every product of the package
+/// in one folder): the bench measures the server users run, in a process of its own.
+func serverExecutable() throws -> String {
+    let bench = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    let server = ((bench as NSString).deletingLastPathComponent as NSString).appendingPathComponent("nimbus")
+    guard FileManager.default.isExecutableFile(atPath: server) else {
+        throw BenchError("the push bench runs `nimbus serve` from \(server), which is not built: run `swift build -c release` first")
+    }
+    return server
+}
 
 /// `nimbus serve` as child processes — one on a fresh SQLite data directory, or several
 /// nodes on a fresh PostgreSQL schema — with a container and users provisioned through the
@@ -186,7 +198,7 @@ final class ServerProcess: Sendable {
 
     /// Starts one `nimbus serve` and waits for the URL it prints.
     private static func launch(_ storageArguments: [String]) async throws -> (Process, String) {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable = try serverExecutable()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["serve", "--port", "0", "--log-level", "error"] + storageArguments
@@ -519,3 +531,4 @@ struct IdleMemoryRun {
             connections: connections, baselineBytes: baseline, connectedBytes: connected, connectSeconds: connectSeconds)
     }
 }
+#endif

@@ -1,8 +1,10 @@
+// The push bench's raw sockets exist on Linux only (epoll, SO_TIMESTAMPNS).
+#if os(Linux)
 import CBenchSockets
 import Foundation
 import NIOConcurrencyHelpers
 
-/// The push devices of `nimbus bench push`: WebSocket connections on raw sockets, all read
+/// The push devices of `nimbus-bench push`: WebSocket connections on raw sockets, all read
 /// by one thread waiting on them with epoll, each push stamped with the kernel's arrival
 /// time (``Arrival``).
 ///
@@ -365,3 +367,4 @@ private struct DeviceSocket {
         return [0x8A, 0x80 | UInt8(body.count)] + mask + body.enumerated().map { $0.element ^ mask[$0.offset % 4] }
     }
 }
+#endif

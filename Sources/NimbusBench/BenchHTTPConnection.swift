@@ -1,7 +1,9 @@
+// The push bench's raw sockets exist on Linux only (epoll, SO_TIMESTAMPNS).
+#if os(Linux)
 import CBenchSockets
 import Foundation
 
-/// Device A's side of `nimbus bench push`: one HTTP/1.1 keep-alive connection on a
+/// Device A's side of `nimbus-bench push`: one HTTP/1.1 keep-alive connection on a
 /// blocking socket, whose answers are stamped with the kernel's arrival time of their last
 /// segment — the same clock as the devices' pushes (``Arrival``), so answer→push compares
 /// two arrivals on this machine and neither side's thread scheduling is in it.
@@ -85,3 +87,4 @@ final class BenchHTTPConnection {
         return (status, length)
     }
 }
+#endif

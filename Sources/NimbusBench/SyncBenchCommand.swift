@@ -4,6 +4,7 @@ import Nimbus
 import NimbusProtocol
 import NimbusSync
 import ReadingList
+import ReadingListSandbox
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
 import Darwin
 #endif
 
-/// `nimbus bench sync`: the sync engine end to end, on an embedded server and simulated
+/// `nimbus-bench sync`: the sync engine end to end, on an embedded server and simulated
 /// devices (real HTTP and WebSocket on 127.0.0.1).
 ///
 /// - latency: a save on device A (local write + send) until the record is in device B's

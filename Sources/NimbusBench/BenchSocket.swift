@@ -1,3 +1,5 @@
+// The push bench's raw sockets exist on Linux only (epoll, SO_TIMESTAMPNS).
+#if os(Linux)
 import CBenchSockets
 import Foundation
 
@@ -70,3 +72,4 @@ enum BenchSocket {
     /// `-errno` as text.
     static func describe(_ negativeErrno: Int32) -> String { String(cString: strerror(-negativeErrno)) }
 }
+#endif

@@ -2,7 +2,8 @@
 import Glibc
 #endif
 
-/// glibc's allocator settings for a long-running server process.
+/// glibc's allocator settings for a long-running server process (`nimbus serve`, and
+/// `nimbus-bench`'s embedded server).
 ///
 /// By default glibc serves allocations above 128 KiB (a threshold it raises as large blocks
 /// are freed) with fresh `mmap`s and gives freed memory at the top of the heap back to the
@@ -11,8 +12,9 @@ import Glibc
 /// PostgreSQL change feed: ≈ 15 % of the server's CPU per record (docs/PERFORMANCE.md).
 /// Allocations up to 1 MiB now come from the heap, and up to 8 MiB of free memory is kept
 /// for reuse.
-enum MallocTuning {
-    static func apply() {
+package enum MallocTuning {
+    /// Applies the settings to this process (a no-op where the allocator is not glibc's).
+    package static func apply() {
         #if canImport(Glibc)
         // `mallopt` is declared in <malloc.h>, which the Glibc module does not import.
         typealias MallOpt = @convention(c) (Int32, Int32) -> Int32
