@@ -8,18 +8,23 @@
 # Usage: scripts/fuzz-api.sh            (after `swift build`; .ci/run calls it after the tests)
 # Environment:
 #   NIMBUS_BIN                  the nimbus binary (default: `swift build --product nimbus`, then .build/debug/nimbus)
-#   FUZZ_MAX_TIME               seconds of generated requests (default 150)
+#   FUZZ_MAX_TIME               seconds of generated requests (default 120; the run takes about
+#                               40 s more, plus the first install of schemathesis)
 #   FUZZ_SEED                   schemathesis's seed (default: fixed, so runs repeat; "random" for a new one)
 #   FUZZ_ALLOW_SERVER_ERRORS=1  report 5xx answers without failing (a server crash still fails)
-#   FUZZ_CHECKS                 schemathesis checks (default not_a_server_error; e.g. "all" to also
-#                               check answers against the document)
+#   FUZZ_CHECKS                 schemathesis checks (default not_a_server_error). To also hold the
+#                               answers to the document: not_a_server_error,status_code_conformance,
+#                               content_type_conformance,response_schema_conformance (these pass, but
+#                               for the web courier's empty 200 after a poll times out). "all" adds
+#                               checks that do not fit CloudKit's protocol (421 for missing
+#                               credentials, tokens only the server issues).
 #   FUZZ_VENV                   where schemathesis's virtualenv lives (kept between runs)
 #   FUZZ_LOG_DIR                where the server's output and schemathesis's report are kept
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
-FUZZ_MAX_TIME=${FUZZ_MAX_TIME:-150}
+FUZZ_MAX_TIME=${FUZZ_MAX_TIME:-120}
 FUZZ_SEED=${FUZZ_SEED:-20261121}
 FUZZ_CHECKS=${FUZZ_CHECKS:-not_a_server_error}
 FUZZ_VENV=${FUZZ_VENV:-/tmp/nimbus-fuzz-venv-$SCHEMATHESIS_VERSION}
@@ -108,18 +113,21 @@ fi
 SEED_ARGS=(--seed "$FUZZ_SEED")
 [ "$FUZZ_SEED" = "random" ] && SEED_ARGS=()
 
+# One worker: hypothesis's lambda descriptions race in Python 3.11's ast module with more
+# ("SystemError: AST constructor recursion depth mismatch"). Run from the work directory,
+# where schemathesis keeps its example database.
 set +e
-FUZZ_API_TOKEN="$API_TOKEN" FUZZ_WEB_TOKEN="$WEB_TOKEN" \
+(cd "$WORK" && FUZZ_API_TOKEN="$API_TOKEN" FUZZ_WEB_TOKEN="$WEB_TOKEN" \
     "$FUZZ_VENV/bin/st" --config-file "$WORK/schemathesis.toml" run "$URL/openapi.yaml" \
     --url "$URL" \
     --checks "$CHECKS" \
     --max-time "$FUZZ_MAX_TIME" \
-    --workers 2 \
+    --workers 1 \
     --request-timeout 45 \
     --generation-allow-x00 true \
     --no-color \
     --report junit --report-dir "$WORK/report" \
-    "${SEED_ARGS[@]}" 2>&1 | tee "$WORK/schemathesis.log"
+    "${SEED_ARGS[@]}") 2>&1 | tee "$WORK/schemathesis.log"
 ST_STATUS=${PIPESTATUS[0]}
 set -e
 mkdir -p "$FUZZ_LOG_DIR"
