@@ -45,6 +45,10 @@ let package = Package(
             dependencies: [
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // Signing sync tokens (HMAC-SHA256 with the server's secret).
+                .product(name: "Crypto", package: "swift-crypto"),
+                // Stored values that no longer decode are logged, not thrown.
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -275,8 +279,9 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 // Reaching into the store's file to prove notifications share the write's transaction.
                 .product(name: "GRDB", package: "GRDB.swift"),
-                // Dropping each PostgreSQL test's schema.
+                // Dropping each PostgreSQL test's schema; rows written straight to storage.
                 "NimbusPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

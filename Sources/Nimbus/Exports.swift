@@ -1,6 +1,8 @@
 // The value types of the shared model that the SDK's API uses are part of this module's API,
 // so an app imports `Nimbus` alone. The rest of NimbusProtocol (its wire-level `Record`, the
 // codec's readers) stays out of an app's namespace.
+@_exported import enum NimbusProtocol.ContainerEnvironment
+@_exported import enum NimbusProtocol.DatabaseScope
 @_exported import enum NimbusProtocol.FieldType
 @_exported import enum NimbusProtocol.FieldValue
 @_exported import enum NimbusProtocol.JSON

@@ -282,27 +282,10 @@ struct ChangesPageScanner {
 
     /// One multi-byte UTF-8 sequence (RFC 3629: no overlongs, no surrogates, ≤ U+10FFFF).
     private mutating func utf8Sequence() throws {
-        let lead = bytes[index]
-        let count: Int
-        var low: UInt8 = 0x80
-        var high: UInt8 = 0xBF
-        switch lead {
-        case 0xC2...0xDF: count = 2
-        case 0xE0: count = 3; low = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: count = 3
-        case 0xED: count = 3; high = 0x9F
-        case 0xF0: count = 4; low = 0x90
-        case 0xF1...0xF3: count = 4
-        case 0xF4: count = 4; high = 0x8F
-        default: throw failure("invalid UTF-8")
+        guard let length = UTF8Validation.sequenceLength(at: index, in: bytes, end: bytes.count) else {
+            throw failure(bytes.count - index < 4 ? "invalid or truncated UTF-8" : "invalid UTF-8")
         }
-        guard bytes.count - index >= count else { throw failure("truncated UTF-8") }
-        let second = bytes[index + 1]
-        guard second >= low, second <= high else { throw failure("invalid UTF-8") }
-        for offset in 2..<max(2, count) where bytes[index + offset] & 0xC0 != 0x80 {
-            throw failure("invalid UTF-8")
-        }
-        index += count
+        index += length
     }
 
     // MARK: Bytes

@@ -6,6 +6,8 @@ extension PostgresStore {
     struct Migration: Sendable {
         var version: Int
         var statements: [String]
+        /// Work the statements cannot express, run after them in the same transaction.
+        var step: (@Sendable (PostgresStore, Transaction) async throws -> Void)? = nil
     }
 
     /// The newest schema version this build knows.
@@ -48,6 +50,7 @@ extension PostgresStore {
                 for statement in migration.statements {
                     try await transaction.rows(PostgresQuery(unsafeSQL: statement))
                 }
+                if let step = migration.step { try await step(self, transaction) }
                 try await transaction.rows(
                     "INSERT INTO nimbus_schema_version (version, applied_at) VALUES (\(migration.version), \(Self.nowMillis()))")
                 self.logger.info("postgres schema migrated", metadata: ["version": "\(migration.version)"])
@@ -66,6 +69,24 @@ extension PostgresStore {
         Migration(version: 4, statements: querySchema),
         Migration(version: 5, statements: versionIndexOnlyForFeeds),
         Migration(version: 6, statements: writtenRecords),
+        Migration(version: 7, statements: serverSecrets),
+        Migration(version: 8, statements: [], step: { store, transaction in try await store.repairUnreadableValues(transaction) }),
+    ]
+
+    /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created
+    /// once by the first node that needs one and read by every other, and web push tokens
+    /// only as issued: rows an earlier release inserted for a token a client registered
+    /// without `tokens/create` (`registered_at = created_at`) are removed, as in SQLite's
+    /// `v5-server-secret`.
+    private static let serverSecrets = [
+        """
+        CREATE TABLE server_secrets (
+            name text COLLATE "C" PRIMARY KEY,
+            secret bytea NOT NULL,
+            created_at bigint NOT NULL
+        )
+        """,
+        "DELETE FROM push_tokens WHERE registered_at = created_at",
     ]
 
     /// A record's wire form around its fields (``StoredRecord/wireHead``,

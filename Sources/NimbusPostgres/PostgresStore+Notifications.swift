@@ -106,7 +106,10 @@ extension PostgresStore {
     public func notificationChanges(for recipient: NotificationRecipient, since token: String?, limit: Int)
         async throws -> NotificationPage
     {
-        let since = try token.map { token throws(CloudKitError) in try NotificationToken.decode(token) } ?? 0
+        let tokens = try changeTokens
+        let since = try token.map { token throws(CloudKitError) in
+            try tokens.decodeNotifications(token, for: recipient)
+        } ?? 0
         // A page holds at least one entry (a limit below 1 is the caller's mistake, not a crash).
         let limit = max(1, limit)
         let rows = try await rows(
@@ -129,12 +132,13 @@ extension PostgresStore {
             horizon = try columns.next(Int64?.self) ?? 0
             if let notification = try columns.optionalNotification() { notifications.append(notification) }
         }
+        if since > last { throw FeedRules.tokenAhead() }
         if token != nil && since < horizon { throw FeedRules.notificationTokenExpired }
         let moreComing = notifications.count > limit
         if moreComing { notifications.removeLast(notifications.count - limit) }
         let tokenSequence = moreComing ? notifications[notifications.count - 1].sequence : max(since, last)
         return NotificationPage(
-            notifications: notifications, syncToken: NotificationToken.encode(tokenSequence), moreComing: moreComing)
+            notifications: notifications, syncToken: tokens.notifications(sequence: tokenSequence, for: recipient), moreComing: moreComing)
     }
 
     /// Each notification marked read gets the recipient's next sequence number, allocated

@@ -69,35 +69,33 @@ extension PostgresStore {
         return PushToken(token: token, recipient: recipient, apnsEnvironment: apnsEnvironment, registered: false)
     }
 
-    /// Registers in one statement: the token is inserted, or updated only if it is the same
-    /// recipient's; the courier's cursor starts at the present. No row back means the token
-    /// belongs to someone else.
+    /// Registers in one statement: the token is updated only if it was issued to the same
+    /// recipient; the courier's cursor starts at the present. The answer tells a token never
+    /// issued from one issued to someone else.
     public func registerPushToken(
         _ token: String, for recipient: NotificationRecipient, apnsEnvironment: String, now: Int64
     ) async throws -> PushToken {
-        let registered = try await rows(
+        let answer = try await rows(
             """
-            WITH registered AS (
-                INSERT INTO push_tokens (token, container, environment, recipient, apns_environment, created_at,
-                    registered_at)
-                VALUES (\(token), \(recipient.container), \(recipient.environment.rawValue),
-                    \(recipient.userRecordName), \(apnsEnvironment), \(now), \(now))
-                ON CONFLICT (token) DO UPDATE SET
-                    apns_environment = EXCLUDED.apns_environment, registered_at = EXCLUDED.registered_at
-                WHERE push_tokens.container = EXCLUDED.container AND push_tokens.environment = EXCLUDED.environment
-                  AND push_tokens.recipient = EXCLUDED.recipient
-                RETURNING token)
-            INSERT INTO push_devices (container, environment, recipient, device, seq, last_seen)
-            SELECT \(recipient.container), \(recipient.environment.rawValue), \(recipient.userRecordName), token,
-                COALESCE((SELECT last_seq FROM notification_users WHERE \(recipient: recipient, qualifiedBy: nil)), 0),
-                \(now)
-            FROM registered
-            ON CONFLICT (container, environment, recipient, device) DO UPDATE SET last_seen = EXCLUDED.last_seen
-            RETURNING device
+            WITH issued AS (SELECT 1 FROM push_tokens WHERE token = \(token)),
+            registered AS (
+                UPDATE push_tokens SET apns_environment = \(apnsEnvironment), registered_at = \(now)
+                WHERE token = \(token) AND container = \(recipient.container)
+                  AND environment = \(recipient.environment.rawValue) AND recipient = \(recipient.userRecordName)
+                RETURNING token),
+            device AS (
+                INSERT INTO push_devices (container, environment, recipient, device, seq, last_seen)
+                SELECT \(recipient.container), \(recipient.environment.rawValue), \(recipient.userRecordName), token,
+                    COALESCE((SELECT last_seq FROM notification_users WHERE \(recipient: recipient, qualifiedBy: nil)), 0),
+                    \(now)
+                FROM registered
+                ON CONFLICT (container, environment, recipient, device) DO UPDATE SET last_seen = EXCLUDED.last_seen
+                RETURNING device)
+            SELECT EXISTS (SELECT 1 FROM issued), EXISTS (SELECT 1 FROM device)
             """)
-        guard !registered.isEmpty else {
-            throw CloudKitError(.accessDenied, "this push token was issued to another user or container")
-        }
+        let (issued, registered) = try answer.first.map { try $0.decode((Bool, Bool).self) } ?? (false, false)
+        guard issued else { throw PushTokenRules.notIssued }
+        guard registered else { throw PushTokenRules.issuedToAnother }
         return PushToken(token: token, recipient: recipient, apnsEnvironment: apnsEnvironment, registered: true)
     }
 

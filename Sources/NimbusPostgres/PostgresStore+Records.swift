@@ -80,18 +80,22 @@ extension PostgresStore: RecordStore {
     public func recordChanges(zone: String, since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> RecordChangesPage
     {
-        let position = try token.map { token throws(CloudKitError) in try ChangeToken.decodeRecords(token) }
+        let tokens = try changeTokens
+        let position = try token.map { token throws(CloudKitError) in
+            try tokens.decodeRecords(token, zone: zone, in: database)
+        }
         let since = position?.version ?? 0
         // A page holds at least one entry (a limit below 1 is the caller's mistake, not a crash).
         let limit = max(1, limit)
         let rows = try await rows(
             Prepared<Statements.RecordFeed>(database.parameters + [zone, since, Int64(limit) + 1]))
-        guard !rows.isEmpty else { return try Self.emptyFeed(zone, position, in: database) }
+        guard !rows.isEmpty else { return try Self.emptyFeed(zone, position, tokens: tokens, in: database) }
         // The database and zone columns repeat on every row: read them once.
         var first = ColumnReader(rows[0])
         first.skip(12)
         let databaseVersion: Int64 = try first.next()
-        let zoneState = try Self.checkFeedZone(try first.optionalZone(), zone, position, in: database)
+        let zoneState = try Self.checkFeedZone(
+            try first.optionalZone(), zone, position, databaseVersion: databaseVersion, in: database)
         var records: [StoredRecord] = []
         records.reserveCapacity(rows.count)
         for row in rows {
@@ -102,7 +106,7 @@ extension PostgresStore: RecordStore {
         let tokenVersion = moreComing ? records[records.count - 1].version : max(since, databaseVersion)
         return RecordChangesPage(
             records: records,
-            syncToken: ChangeToken.records(incarnation: zoneState.incarnation, version: tokenVersion),
+            syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: tokenVersion, in: database),
             moreComing: moreComing)
     }
 
@@ -111,23 +115,29 @@ extension PostgresStore: RecordStore {
     /// bytes are appended to the page as they are — PostgreSQL guarantees a `text` value of a
     /// UTF-8 database is valid UTF-8, so nothing is validated or decoded. A page holding a
     /// row without the written form of its version (written before version 6, or by a node
-    /// of an older release) is read again through ``recordChanges(zone:since:limit:in:)``.
+    /// of an older release), or whose fields contain the bytes `null` (possibly a value that
+    /// does not decode: ``StoredRecord/servableFieldsJSON``), is read again through
+    /// ``recordChanges(zone:since:limit:in:)``.
     public func writtenRecordChanges(
         zone: String, since token: String?, limit: Int, zoneClosing: String, in database: DatabaseKey
     ) async throws -> WrittenRecordChangesPage {
-        let position = try token.map { token throws(CloudKitError) in try ChangeToken.decodeRecords(token) }
+        let tokens = try changeTokens
+        let position = try token.map { token throws(CloudKitError) in
+            try tokens.decodeRecords(token, zone: zone, in: database)
+        }
         let since = position?.version ?? 0
         let limit = max(1, limit)
         let rows = try await rows(
             Prepared<Statements.WrittenRecordFeed>(database.parameters + [zone, since, Int64(limit) + 1]))
         guard !rows.isEmpty else {
-            let empty = try Self.emptyFeed(zone, position, in: database)
+            let empty = try Self.emptyFeed(zone, position, tokens: tokens, in: database)
             return WrittenRecordChangesPage(recordsJSON: Array("[]".utf8), syncToken: empty.syncToken, moreComing: false)
         }
         var first = ColumnReader(rows[0])
         first.skip(2)
         let databaseVersion: Int64 = try first.next()
-        let zoneState = try Self.checkFeedZone(try first.optionalZone(), zone, position, in: database)
+        let zoneState = try Self.checkFeedZone(
+            try first.optionalZone(), zone, position, databaseVersion: databaseVersion, in: database)
         var entries: [(version: Int64, written: ByteBuffer?)] = []
         entries.reserveCapacity(rows.count)
         var inOrder = true
@@ -160,25 +170,31 @@ extension PostgresStore: RecordStore {
         let lastVersion = entries.last?.version ?? since
         let tokenVersion = moreComing ? lastVersion : max(since, databaseVersion)
         return WrittenRecordChangesPage(
-            recordsJSON: text, syncToken: ChangeToken.records(incarnation: zoneState.incarnation, version: tokenVersion),
+            recordsJSON: text,
+            syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: tokenVersion, in: database),
             moreComing: moreComing)
     }
 
     /// A feed statement found no database row: the default zone of a database never written
     /// has an empty feed, any other zone does not exist.
     private static func emptyFeed(
-        _ zone: String, _ position: (incarnation: Int64, version: Int64)?, in database: DatabaseKey
+        _ zone: String, _ position: (incarnation: Int64, version: Int64)?, tokens: ChangeTokens, in database: DatabaseKey
     ) throws(CloudKitError) -> RecordChangesPage {
-        guard zone == ZoneID.defaultZoneName, position == nil else { throw FeedRules.zoneNotFound(zone, in: database) }
-        return RecordChangesPage(records: [], syncToken: ChangeToken.records(incarnation: 0, version: 0), moreComing: false)
+        try FeedRules.checkUnwrittenDatabase(zone: zone, position: position, in: database)
+        return RecordChangesPage(
+            records: [], syncToken: tokens.records(zone: zone, incarnation: 0, version: 0, in: database),
+            moreComing: false)
     }
 
     /// The feed's zone, checked: it exists, is not deleted, and the token belongs to it.
     private static func checkFeedZone(
-        _ zone: ZoneState?, _ name: String, _ position: (incarnation: Int64, version: Int64)?, in database: DatabaseKey
+        _ zone: ZoneState?, _ name: String, _ position: (incarnation: Int64, version: Int64)?, databaseVersion: Int64,
+        in database: DatabaseKey
     ) throws(CloudKitError) -> ZoneState {
         guard let zone, !zone.deleted else { throw FeedRules.zoneNotFound(name, in: database) }
-        if let position { try FeedRules.checkRecordToken(position, zone: zone, in: database) }
+        if let position {
+            try FeedRules.checkRecordToken(position, zone: zone, databaseVersion: databaseVersion, in: database)
+        }
         return zone
     }
 }

@@ -90,7 +90,7 @@ extension PostgresStore: NotificationStore {
             WHERE \(database: database) AND s.owner = \(owner)
             ORDER BY s.id
             """
-        ).map { try SubscriptionDefinition(storedDefinition: try $0.decode(String.self)) }
+        ).compactMap { SubscriptionDefinition(storedDefinition: try $0.decode(String.self)) }
     }
 
     public func lookupSubscriptions(_ ids: [String], owner: String, in database: DatabaseKey) async throws
@@ -104,18 +104,18 @@ extension PostgresStore: NotificationStore {
             """)
         {
             let (id, definition) = try row.decode((String, String).self)
-            found[id] = try SubscriptionDefinition(storedDefinition: definition)
+            found[id] = SubscriptionDefinition(storedDefinition: definition)
         }
         return ids.map { found[$0] }
     }
 
     /// Decodes `owner, definition, created_at` rows.
     static func subscriptions(_ rows: [PostgresRow]) throws -> [StoredSubscription] {
-        try rows.map { row in
+        try rows.compactMap { row in
             let (owner, definition, createdAt) = try row.decode((String, String, Int64).self)
-            return StoredSubscription(
-                subscription: try SubscriptionDefinition(storedDefinition: definition), owner: owner,
-                createdAt: createdAt)
+            return SubscriptionDefinition(storedDefinition: definition).map {
+                StoredSubscription(subscription: $0, owner: owner, createdAt: createdAt)
+            }
         }
     }
 }

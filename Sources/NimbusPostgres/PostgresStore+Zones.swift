@@ -95,13 +95,17 @@ extension PostgresStore {
     public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> ZoneChangesPage
     {
-        try await zoneFeed(.meta, since: try ZoneFeed.meta.version(of: token), limit: limit, in: database)
+        try await zoneFeed(
+            .meta, since: try ZoneFeed.meta.version(of: token, tokens: changeTokens, in: database), limit: limit,
+            in: database)
     }
 
     public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> ZoneChangesPage
     {
-        try await zoneFeed(.database, since: try ZoneFeed.database.version(of: token), limit: limit, in: database)
+        try await zoneFeed(
+            .database, since: try ZoneFeed.database.version(of: token, tokens: changeTokens, in: database),
+            limit: limit, in: database)
     }
 
     /// Zones whose feed version is after `since`, in version order, in one statement. With
@@ -125,7 +129,11 @@ extension PostgresStore {
             WHERE \(database: database)
             ORDER BY z.\(unescaped: column)
             """)
-        guard !rows.isEmpty else { return ZoneChangesPage(zones: [], syncToken: feed.token(since), moreComing: false) }
+        let tokens = try changeTokens
+        guard !rows.isEmpty else {
+            if since > 0 { throw FeedRules.tokenAhead() }
+            return ZoneChangesPage(zones: [], syncToken: feed.token(since, tokens: tokens, in: database), moreComing: false)
+        }
         var databaseVersion: Int64 = 0
         var zoneHorizon: Int64 = 0
         var zones: [ZoneState] = []
@@ -135,11 +143,12 @@ extension PostgresStore {
             zoneHorizon = try columns.next()
             if let zone = try columns.optionalZone() { zones.append(zone) }
         }
+        if since > databaseVersion { throw FeedRules.tokenAhead() }
         if since > 0 && since < zoneHorizon { throw FeedRules.zoneTokenExpired }
         let moreComing = zones.count > limit
         if moreComing { zones.removeLast(zones.count - limit) }
         let last = moreComing ? feed.version(of: zones[zones.count - 1]) : max(since, databaseVersion)
-        return ZoneChangesPage(zones: zones, syncToken: feed.token(last), moreComing: moreComing)
+        return ZoneChangesPage(zones: zones, syncToken: feed.token(last, tokens: tokens, in: database), moreComing: moreComing)
     }
 }
 

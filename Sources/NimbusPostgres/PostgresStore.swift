@@ -55,7 +55,7 @@ import PostgresNIO
 /// listens on that channel and yields what other nodes committed.
 ///
 /// ## Topics
-/// - ``open(url:schema:maximumConnections:logger:)``
+/// - ``open(url:schema:maximumConnections:random:logger:)``
 /// - ``shutdown()``
 /// - ``remoteNotifications()``
 /// - ``PostgresStoreError``
@@ -76,6 +76,18 @@ public final class PostgresStore: Sendable {
         var runTask: Task<Void, Never>?
         var listeners: [UUID: Task<Void, Never>] = [:]
         var closed = false
+        /// Set by ``open(url:schema:maximumConnections:random:logger:)`` once the schema is migrated.
+        var changeTokens: ChangeTokens?
+    }
+
+    /// Sync tokens, signed with the secret every node of the database shares.
+    public var changeTokens: ChangeTokens {
+        get throws {
+            guard let tokens = state.withLockedValue({ $0.changeTokens }) else {
+                throw PostgresStoreError(.closed, "the PostgreSQL store is not open")
+            }
+            return tokens
+        }
     }
 
     private init(client: PostgresClient, schema: String, logger: Logger) {
@@ -99,9 +111,11 @@ public final class PostgresStore: Sendable {
     ///   - schema: the PostgreSQL schema for every table (created if missing). Letters, digits
     ///     and `_`, starting with a letter or `_`, at most 63 characters.
     ///   - maximumConnections: the size of the connection pool.
+    ///   - random: where the server secret comes from when the database has none yet.
     ///   - logger: where the store and the PostgreSQL driver log.
     public static func open(
-        url: String, schema: String = "public", maximumConnections: Int = 12, logger: Logger
+        url: String, schema: String = "public", maximumConnections: Int = 12,
+        random: any RandomNumberGenerator = SystemRandomNumberGenerator(), logger: Logger
     ) async throws -> PostgresStore {
         try validate(schema: schema)
         var configuration = try PostgresURL.configuration(from: url)
@@ -112,8 +126,12 @@ public final class PostgresStore: Sendable {
             client: PostgresClient(configuration: configuration, backgroundLogger: logger), schema: schema,
             logger: logger)
         store.state.withLockedValue { $0.runTask = store.startClient() }
+        var random = random
+        let candidate = ChangeTokens.newSecret(using: &random)
         do {
             try await store.migrate()
+            let secret = try await store.changeTokenSecret(candidate: candidate)
+            store.state.withLockedValue { $0.changeTokens = ChangeTokens(secret: secret) }
         } catch {
             try? await store.shutdown()
             if error is PostgresStoreError { throw error }

@@ -1,3 +1,4 @@
+import NimbusProtocol
 import NimbusStore
 import PostgresNIO
 
@@ -152,7 +153,9 @@ enum Statements {
         static let sql = """
             SELECT r.version,
                 CASE WHEN r.wire_version IS DISTINCT FROM r.version THEN NULL
-                     WHEN r.deleted THEN r.wire_head ELSE r.wire_head || r.fields || r.wire_tail END,
+                     WHEN r.deleted THEN r.wire_head
+                     WHEN strpos(r.fields, 'null') > 0 THEN NULL
+                     ELSE r.wire_head || r.fields || r.wire_tail END,
                 d.version, \(PostgresStore.zoneColumnsZ)
             \(RecordFeed.source)
             """

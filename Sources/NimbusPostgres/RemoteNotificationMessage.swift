@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 import NimbusStore
 
 /// What a commit announces with `pg_notify`: its notifications, or where to read them.

@@ -43,7 +43,9 @@ public protocol NotificationStore: Sendable {
     func createPushToken(for recipient: NotificationRecipient, apnsEnvironment: String, now: Int64) async throws
         -> PushToken
 
-    /// Registers a token for the recipient (`tokens/register`); its courier delivers from now on.
+    /// Registers a token ``createPushToken(for:apnsEnvironment:now:)`` issued to the recipient
+    /// (`tokens/register`); its courier delivers from now on. A token never issued is
+    /// BAD_REQUEST, one issued to another user ACCESS_DENIED (``PushTokenRules``).
     func registerPushToken(_ token: String, for recipient: NotificationRecipient, apnsEnvironment: String, now: Int64)
         async throws -> PushToken
 

@@ -24,6 +24,10 @@ import NimbusProtocol
 /// Methods throw ``CloudKitError`` for protocol errors (ZONE_NOT_FOUND,
 /// CHANGE_TOKEN_EXPIRED, …); any other error is an engine failure.
 public protocol RecordStore: Sendable {
+    /// The sync tokens of this store, signed with the server secret it keeps (created once,
+    /// shared by every node of the store). Throws only when the store is not open.
+    var changeTokens: ChangeTokens { get throws }
+
     /// Applies a `records/modify` request to one zone in one transaction.
     ///
     /// When `atomic` is true, any failed operation fails the whole request: nothing is

@@ -16,7 +16,7 @@ extension PostgresTests {
         @Test func aFreshSchemaIsCreatedAndMigratedToTheNewestVersion() async throws {
             try await TestPostgres.withNodes { stores in
                 let versions = try await appliedVersions(stores[0])
-                #expect(versions == (1...PostgresStore.newestSchemaVersion).map(Int64.init))
+                #expect(versions == PostgresStore.migrations.map { Int64($0.version) })
                 #expect(stores[0].engineName == "postgres")
                 #expect(try await stores[0].listZones(in: .privateDatabase(of: "_alice")) == [ZoneState.defaultZone])
             }
@@ -29,8 +29,29 @@ extension PostgresTests {
                 let versions = try await appliedVersions(again)
                 let containers = try await again.listContainers()
                 try await again.shutdown()
-                #expect(versions == (1...PostgresStore.newestSchemaVersion).map(Int64.init))
+                #expect(versions == PostgresStore.migrations.map { Int64($0.version) })
                 #expect(containers == ["iCloud.reopen"])
+            }
+        }
+
+        /// Version 7 on the tables of version 6: tokens a client registered without
+        /// `tokens/create` (inserted registered, `registered_at = created_at`) go; issued ones stay.
+        @Test func version7RemovesThePushTokensTheServerNeverIssued() async throws {
+            try await TestPostgres.withNodes { stores in
+                let store = stores[0]
+                try await store.rows("DROP TABLE server_secrets")
+                for (token, created, registered) in [("issued", 1, nil), ("issued-registered", 1, 5), ("made-up", 7, 7)] as [(String, Int64, Int64?)] {
+                    try await store.rows(
+                        """
+                        INSERT INTO push_tokens (token, container, environment, recipient, apns_environment, created_at,
+                            registered_at)
+                        VALUES (\(token), 'c', 'development', '_alice', 'development', \(created), \(registered))
+                        """)
+                }
+                let version7 = try #require(PostgresStore.migrations.first { $0.version == 7 })
+                for statement in version7.statements { try await store.rows(PostgresQuery(unsafeSQL: statement)) }
+                let left = try await store.rows("SELECT token FROM push_tokens ORDER BY token").map { try $0.decode(String.self) }
+                #expect(left == ["issued", "issued-registered"])
             }
         }
 
@@ -40,7 +61,7 @@ extension PostgresTests {
                 for _ in 0..<4 { group.addTask { try await TestPostgres.open(schema: schema) } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(try await appliedVersions(stores[0]) == (1...PostgresStore.newestSchemaVersion).map(Int64.init))
+            #expect(try await appliedVersions(stores[0]) == PostgresStore.migrations.map { Int64($0.version) })
             try await TestPostgres.close(stores, dropping: schema)
         }
 

@@ -138,6 +138,7 @@ enum ParityScript {
         await attempt { try await store.registerPushToken(pushToken.token, for: recipient, apnsEnvironment: "production", now: 2).registered }
         await attempt { try await store.pushToken(pushToken.token)?.apnsEnvironment as Any }
         await attempt { try await store.registerPushToken(pushToken.token, for: NotificationRecipient(container: "iCloud.test", environment: .development, userRecordName: "_mallory"), apnsEnvironment: "production", now: 3) }
+        await attempt { try await store.registerPushToken("made-up", for: recipient, apnsEnvironment: "production", now: 4) }
 
         // Compaction: tombstones go, old tokens expire; a deleted and re-created zone's token is ZONE_NOT_FOUND.
         await attempt { try await store.compact(retentionMillis: 0, now: 5_000) }
@@ -145,11 +146,11 @@ enum ParityScript {
         await attempt { try await store.modifyZones([.delete(zoneName: "Z"), .create(zoneName: "Z")], caller: caller, in: alice).results }
         await attempt { try await store.recordChanges(zone: "Z", since: token, limit: 10, in: alice) }
         await attempt { try await store.writtenRecordChanges(zone: "Z", since: token, limit: 10, zoneClosing: ParityScript.zoneClosing, in: alice) }
-        await attempt { try await store.zoneMetaChanges(since: pages[0].syncToken.isEmpty ? nil : ChangeToken.meta(version: 1), limit: 10, in: alice) }
+        await attempt { try await store.zoneMetaChanges(since: pages[0].syncToken.isEmpty ? nil : try store.changeTokens.meta(version: 1, in: alice), limit: 10, in: alice) }
         await attempt { try await store.compactNotifications(retentionMillis: 0, now: Int64(Date().timeIntervalSince1970 * 1000) + 10_000) }
         await attempt { try await store.notificationChanges(for: recipient, since: notificationToken, limit: 10) }
         await attempt { try await store.compact(retentionMillis: 0, now: Int64(Date().timeIntervalSince1970 * 1000) + 10_000) }
-        await attempt { try await store.databaseChanges(since: ChangeToken.database(version: 1), limit: 10, in: alice) }
+        await attempt { try await store.databaseChanges(since: try store.changeTokens.database(version: 1, in: alice), limit: 10, in: alice) }
 
         // Provisioning (random tokens and record names are compared by shape).
         await attempt { try await store.createContainer("iCloud.parity").kind }

@@ -56,3 +56,64 @@ struct JSONCodecTests {
         }
     }
 }
+
+@Suite("JSON codec: UTF-8 and non-finite numbers")
+struct JSONUTF8AndNumberTests {
+    /// Every byte sequence Foundation's own validator refuses, the parser refuses at its
+    /// first byte; every one it accepts parses to the same string.
+    @Test func invalidUTF8IsRefusedAtItsFirstByteNeverRepaired() throws {
+        let samples: [[UInt8]] = [
+            [0xFF], [0x80], [0xC3], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80],
+            [0xF0, 0x80, 0x80, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xE2, 0x82],
+            [0x61, 0xE2, 0x82, 0x41],
+        ]
+        for sample in samples {
+            for escaped in [false, true] {
+                let prefix = Array((escaped ? #"{"k":"\n"# : #"{"k":""#).utf8)
+                let document = prefix + sample + Array(#""}"#.utf8)
+                #expect(String(bytes: sample, encoding: .utf8) == nil)
+                #expect(throws: JSONSyntaxError.self) { try JSON.parse(document) }
+                do {
+                    _ = try JSON.parse(document)
+                } catch {
+                    let invalidAt = prefix.count + (sample.first == 0x61 ? 1 : 0)
+                    #expect(error.offset == invalidAt)
+                    #expect(error.message == "invalid UTF-8 in a string")
+                }
+            }
+        }
+        // Keys are strings too.
+        #expect(throws: JSONSyntaxError.self) { try JSON.parse([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D]) }
+        // Valid multi-byte text of every length passes through unchanged.
+        let text = "é€😀\u{10FFFF}\u{FFFD}"
+        #expect(try JSON.parse(Array("\"\(text)\"".utf8)) == .string(text))
+        #expect(try JSON.parse(Array("\"\\n\(text)\"".utf8)) == .string("\n" + text))
+    }
+
+    @Test func randomBytesInStringsAreValidatedAsFoundationValidates() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let count = Int.random(in: 1...6, using: &generator)
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0x20...0xFF, using: &generator) }
+                .filter { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+            let document = [UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")]
+            let expected = String(bytes: bytes, encoding: .utf8)
+            let parsed = try? JSON.parse(document)
+            #expect(parsed == expected.map(JSON.string), "\(bytes)")
+        }
+    }
+
+    @Test func nonFiniteDoublesAreNeverWrittenAsNullOrInvalidJSON() throws {
+        #expect(JSON.double(.nan).serialized() == #""NaN""#)
+        #expect(JSON.double(.infinity).serialized() == #""Infinity""#)
+        #expect(JSON.double(-.infinity).serialized() == #""-Infinity""#)
+        let fields: [String: FieldValue] = ["x": .double(.infinity), "l": .list(elementType: .double, [.double(.nan)])]
+        let text = Record.fieldsJSONText(fields)
+        #expect(text == #"{"l":{"type":"DOUBLE_LIST","value":["NaN"]},"x":{"type":"DOUBLE","value":"Infinity"}}"#)
+        #expect(Record.fieldsJSONText(fields, numbersAsStrings: true) == text)
+        // And a reader refuses them with a reason, rather than taking them for absent.
+        #expect(throws: CloudKitError.self) { try Record.fields(fromWire: try JSON.parse(text)) }
+        #expect(Record.fields(fromStored: try JSON.parse(text)).fields.isEmpty)
+        #expect(Set(Record.fields(fromStored: try JSON.parse(text)).skipped.map(\.name)) == ["x", "l"])
+    }
+}

@@ -98,4 +98,29 @@ struct WebCourierTests {
             #expect(stolen.serverErrorCode == "ACCESS_DENIED")
         }
     }
+
+    /// A token is the credential of its courier URL: one the client made up (guessable, or
+    /// chosen) is never registered, so it never becomes one.
+    @Test(arguments: Engine.available) func onlyATokenIssuedToTheUserCanBeRegistered(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            _ = try await alice.createZone("ReadingList")
+            _ = try await alice.subscribe(zoneSubscription("reading-list", zone: "ReadingList"))
+            for madeUp in ["0000", "guessable-token", String(repeating: "a", count: 48)] {
+                let refused = try await post(
+                    alice, tokensURL(alice, "register"), ["apnsEnvironment": "development", "apnsToken": .string(madeUp)])
+                #expect(refused.serverErrorCode == "BAD_REQUEST")
+                #expect(refused["reason"]?.string?.contains("tokens/create") == true)
+                // Its courier URL is no credential: nothing is delivered there.
+                _ = try await alice.onDevice("phone").modify("ReadingList", [op("create", "r-\(madeUp)", "Bookmark")])
+                let courier = try await alice.send("\(alice.baseURL)/webcourier/\(madeUp)", method: .GET, body: nil, headers: [])
+                #expect(courier.status == 404)
+            }
+            // An issued token registers and its courier delivers.
+            let (_, courier) = try await register(alice)
+            _ = try await alice.onDevice("phone").modify("ReadingList", [op("create", "b", "Bookmark")])
+            let push = try await alice.send(courier, method: .GET, body: nil, headers: [])
+            #expect(push["ck"]?["fet"]?["zid"] == "ReadingList")
+        }
+    }
 }

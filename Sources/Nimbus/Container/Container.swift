@@ -13,10 +13,8 @@ import NimbusProtocol
 /// ```
 public struct Container: Sendable {
     /// The container's environment: schema changes are allowed in development only.
-    public enum Environment: String, Sendable, Hashable, CaseIterable {
-        case development
-        case production
-    }
+    /// NimbusProtocol's ``ContainerEnvironment``, the one type the server and the SDK share.
+    public typealias Environment = ContainerEnvironment
 
     public let identifier: String
     public let environment: Environment

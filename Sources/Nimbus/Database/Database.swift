@@ -8,31 +8,9 @@ import NimbusProtocol
 /// the calling task cancels the request in flight and throws
 /// ``NimbusError/Code/operationCancelled``. Failures are ``NimbusError``s.
 public struct Database: Sendable {
-    /// Which database.
-    public enum Scope: String, Sendable, Hashable, CaseIterable {
-        case `public`
-        case `private`
-        case shared
-
-        /// The number CloudKit uses in push payloads (`dbs`): 1 public, 2 private, 3 shared.
-        public var pushCode: Int {
-            switch self {
-            case .public: return 1
-            case .private: return 2
-            case .shared: return 3
-            }
-        }
-
-        /// The scope for a push payload's `dbs` number.
-        public init?(pushCode: Int64) {
-            switch pushCode {
-            case 1: self = .public
-            case 2: self = .private
-            case 3: self = .shared
-            default: return nil
-            }
-        }
-    }
+    /// Which database: NimbusProtocol's ``DatabaseScope``, the one type the server and the
+    /// SDK share.
+    public typealias Scope = DatabaseScope
 
     public let container: Container
     public let scope: Scope

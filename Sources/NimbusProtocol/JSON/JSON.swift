@@ -95,11 +95,29 @@ extension JSON {
     public static func int(_ value: Int64) -> JSON { .number(String(value)) }
     /// A JSON number for an integer.
     public static func int(_ value: Int) -> JSON { .number(String(value)) }
-    /// A JSON number for a double; non-finite values become `null` (JSON has no NaN).
+    /// A JSON number for a double. JSON has no NaN or infinity: a non-finite value becomes the
+    /// string `"NaN"`, `"Infinity"` or `"-Infinity"` (never `null`, which reads as "no value"),
+    /// which a reader of a number refuses with a clear error instead of taking it for absent.
     public static func double(_ value: Double) -> JSON {
-        guard value.isFinite else { return .null }
+        guard value.isFinite else { return .string(nonFiniteText(value)) }
         if value.rounded() == value, abs(value) < 1e15 { return .number(String(Int64(value))) }
         return .number("\(value)")
+    }
+}
+
+extension JSON {
+    /// `NaN`, `Infinity` or `-Infinity`: how a non-finite double is spelled on the wire.
+    public static func nonFiniteText(_ value: Double) -> String {
+        value.isNaN ? "NaN" : value < 0 ? "-Infinity" : "Infinity"
+    }
+
+    /// The text of a number or of a string, for error reasons.
+    var numberText: String? {
+        switch self {
+        case .number(let text): return text
+        case .string(let text): return "\"\(text.prefix(40))\""
+        default: return nil
+        }
     }
 }
 

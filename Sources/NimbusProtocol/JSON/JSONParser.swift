@@ -233,16 +233,21 @@ private struct JSONParser {
     mutating func parseString() throws(JSONSyntaxError) -> String {
         index += 1  // opening quote
         let start = index
+        // Bytes above 0x7F seen: the string is checked to be valid UTF-8 before it is made,
+        // so a malformed sequence is refused, never repaired into U+FFFD.
+        var nonASCII = false
         // Fast path: no escapes.
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
+                if nonASCII { try validateUTF8(start..<index) }
                 let text = makeString(start..<index)
                 index += 1
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("control character in a string") }
+            if byte >= 0x80 { nonASCII = true }
             index += 1
         }
         var scratch = Array(bytes[start..<index])
@@ -250,6 +255,9 @@ private struct JSONParser {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "\""):
+                // Escapes are ASCII and decode to whole sequences: checking the document's
+                // bytes of the string checks the decoded string.
+                if nonASCII { try validateUTF8(start..<index) }
                 index += 1
                 return String(decoding: scratch, as: UTF8.self)
             case UInt8(ascii: "\\"):
@@ -286,11 +294,20 @@ private struct JSONParser {
                 }
             default:
                 if byte < 0x20 { throw fail("control character in a string") }
+                if byte >= 0x80 { nonASCII = true }
                 scratch.append(byte)
                 index += 1
             }
         }
         throw fail("unterminated string")
+    }
+
+    /// Throws at the first byte of `range` that does not begin a well-formed UTF-8 sequence
+    /// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+    func validateUTF8(_ range: Range<Int>) throws(JSONSyntaxError) {
+        if let offset = UTF8Validation.firstInvalidByte(in: bytes, range) {
+            throw JSONSyntaxError(offset: offset, message: "invalid UTF-8 in a string")
+        }
     }
 
     mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
@@ -355,5 +372,44 @@ struct ShortStringTable {
         }
         keys[slot] = key
         strings[slot] = string
+    }
+}
+
+/// Checks UTF-8 by the well-formed byte sequences of the Unicode standard (table 3-7): no
+/// overlong forms, no surrogates, nothing above U+10FFFF. Shared with `nimbus bench`'s page scanner.
+package enum UTF8Validation {
+    /// The offset of the first byte in `range` that does not start a well-formed sequence
+    /// (or starts one cut short), or `nil` when all of it is valid UTF-8.
+    static func firstInvalidByte(in bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int? {
+        var position = range.lowerBound
+        while position < range.upperBound {
+            if bytes[position] < 0x80 {
+                position += 1
+                continue
+            }
+            guard let length = sequenceLength(at: position, in: bytes, end: range.upperBound) else { return position }
+            position += length
+        }
+        return nil
+    }
+
+    /// The length of the well-formed multi-byte sequence whose lead byte (0x80 or above) is at
+    /// `position`, ending before `end`; `nil` if the bytes there are not one.
+    package static func sequenceLength(at position: Int, in bytes: UnsafeBufferPointer<UInt8>, end: Int) -> Int? {
+        let length: Int
+        var second: ClosedRange<UInt8> = 0x80...0xBF
+        switch bytes[position] {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; second = 0xA0...0xBF
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; second = 0x80...0x9F
+        case 0xF0: length = 4; second = 0x90...0xBF
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; second = 0x80...0x8F
+        default: return nil
+        }
+        guard end - position >= length, second.contains(bytes[position + 1]) else { return nil }
+        for offset in 2..<length where bytes[position + offset] & 0xC0 != 0x80 { return nil }
+        return length
     }
 }

@@ -97,7 +97,9 @@ extension FieldValue {
         switch self {
         case .string(let text): return .string(text)
         case .int64(let number): return numbersAsStrings ? .string(String(number)) : .int(number)
-        case .double(let number): return numbersAsStrings ? .string("\(number)") : .double(number)
+        case .double(let number):
+            guard number.isFinite else { return .double(number) }
+            return numbersAsStrings ? .string("\(number)") : .double(number)
         case .timestamp(let millis): return .int(millis)
         case .bytes(let data): return .string(data.base64EncodedString())
         case .location(let location): return location.wireJSON

@@ -84,6 +84,26 @@ extension Record {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Decodes stored fields one at a time: a field that does not decode (a value an older
+    /// release let in, such as a DOUBLE stored as `null`) is left out and named in
+    /// `skipped`, so one bad value costs that field of that record, never the read it is in.
+    public static func fields(fromStored json: JSON) -> (fields: [String: FieldValue], skipped: [(name: String, error: CloudKitError)]) {
+        var fields: [String: FieldValue] = [:]
+        var skipped: [(name: String, error: CloudKitError)] = []
+        let fieldsReader = WireReader(json, path: "fields")
+        guard case .object(let members) = json else {
+            return ([:], [("", CloudKitError(.internalError, "stored fields are \(json.kindName), not an object"))])
+        }
+        for (name, value) in members {
+            do {
+                fields[name] = try FieldValue(wire: fieldsReader.reader(for: value, member: name))
+            } catch {
+                skipped.append((name, error))
+            }
+        }
+        return (fields, skipped)
+    }
+
     /// Decodes a fields object as written by ``fieldsJSON(_:numbersAsStrings:)``.
     public static func fields(fromWire json: JSON) throws(CloudKitError) -> [String: FieldValue] {
         var fields: [String: FieldValue] = [:]

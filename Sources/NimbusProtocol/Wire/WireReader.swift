@@ -101,8 +101,15 @@ public struct WireReader: Sendable {
         return value
     }
 
+    /// A finite double. NaN, the infinities and literals beyond a double's range (`1e309`) are
+    /// refused: JSON cannot carry them back, so a stored one could never be read again.
     public func double() throws(CloudKitError) -> Double {
         guard let value = json.double else { throw .badRequest("'\(path)' must be a number, got \(json.kindName)") }
+        guard value.isFinite else {
+            throw .badRequest(
+                "'\(path)' must be a finite number within ±1.7976931348623157e308, got \(json.numberText ?? "\(value)")"
+                    + " (NaN and infinities are not stored)")
+        }
         return value
     }
 

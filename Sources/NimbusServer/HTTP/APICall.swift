@@ -18,7 +18,14 @@ struct APICall: Sendable {
     func zoneID(_ key: String = "zoneID", in reader: WireReader? = nil) throws(CloudKitError) -> ZoneID {
         let reader = reader ?? body
         guard let zoneReader = try reader.optional(key) else { return ZoneID.default }
-        let zoneID = try ZoneID(wire: zoneReader)
+        return try requestZoneID(zoneReader)
+    }
+
+    /// A zone ID the request names, its name checked against ``NameRules`` and its owner
+    /// against the caller.
+    func requestZoneID(_ reader: WireReader) throws(CloudKitError) -> ZoneID {
+        let zoneID = try ZoneID(wire: reader)
+        try NameRules.checkName(zoneID.zoneName, at: "\(reader.path).zoneName")
         try identity.checkOwner(of: zoneID)
         return zoneID
     }
@@ -38,7 +45,14 @@ struct APICall: Sendable {
 
     /// `desiredKeys` as a set, or `nil` for all fields.
     func desiredKeys(in reader: WireReader? = nil) throws(CloudKitError) -> Set<String>? {
-        try (reader ?? body).optionalStringArray("desiredKeys").map(Set.init)
+        guard let keysReader = try (reader ?? body).optional("desiredKeys") else { return nil }
+        var keys = Set<String>()
+        for key in try keysReader.array() {
+            let name = try key.string()
+            try NameRules.checkIdentifier(name, at: key.path, what: "field name")
+            keys.insert(name)
+        }
+        return keys
     }
 
     /// A stored record as a response record dictionary. Without `desiredKeys` or
@@ -54,7 +68,7 @@ struct APICall: Sendable {
         if stored.deleted {
             return .object(["recordName": .string(stored.recordName), "deleted": .bool(true), "zoneID": zoneID.wireJSON])
         }
-        return try stored.record(zoneID: zoneID).wireJSON(numbersAsStrings: numbersAsStrings, desiredKeys: desiredKeys)
+        return stored.record(zoneID: zoneID).wireJSON(numbersAsStrings: numbersAsStrings, desiredKeys: desiredKeys)
     }
 
     /// Records as a JSON array (a change feed or query page), element for element what

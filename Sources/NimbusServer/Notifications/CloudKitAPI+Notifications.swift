@@ -60,7 +60,8 @@ extension CloudKitAPI {
     }
 
     /// `tokens/register`: `{apnsEnvironment, apnsToken}`; the token's courier delivers the
-    /// signed-in user's notifications from now on.
+    /// signed-in user's notifications from now on. Only a token `tokens/create` issued to that
+    /// user registers: the token is its courier URL's credential.
     func registerToken(_ call: APICall) async throws -> JSON {
         let recipient = try Self.recipient(call)
         let apnsEnvironment = try Self.apnsEnvironment(call, required: true)

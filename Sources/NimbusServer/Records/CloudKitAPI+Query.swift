@@ -9,7 +9,9 @@ extension CloudKitAPI {
     /// The query is checked against the container environment's schema (in development the
     /// indexes it needs are created on first use) and run by ``QueryExecutor``.
     func queryRecords(_ call: APICall) async throws -> JSON {
-        let query = try RecordQuery(wire: call.body.required("query"))
+        let queryWire = try call.body.required("query")
+        let query = try RecordQuery(wire: queryWire)
+        try NameRules.check(query, at: queryWire.path)
         let zoneWide = try call.body.optionalBool("zoneWide") ?? false
         let zoneID = zoneWide ? nil : try call.zoneID()
         let limit = try call.resultsLimit()

@@ -45,9 +45,7 @@ extension CloudKitAPI {
                 }
                 record.recordName = UUID().uuidString
             }
-            guard record.recordName.utf8.count <= 255 else {
-                throw CloudKitError.badRequest("'\(recordReader.path).recordName' is longer than 255 bytes")
-            }
+            try NameRules.check(record, at: recordReader.path)
             types.append(type)
             records.append(record)
             paths.append(recordReader.path)
@@ -112,7 +110,10 @@ extension CloudKitAPI {
         var keys: [Set<String>?] = []
         let defaultKeys = try call.desiredKeys()
         for reader in readers {
-            names.append(try reader.required("recordName").string())
+            let nameReader = try reader.required("recordName")
+            let name = try nameReader.string()
+            try NameRules.checkName(name, at: nameReader.path)
+            names.append(name)
             keys.append(try call.desiredKeys(in: reader) ?? defaultKeys)
         }
         var found = try await store.lookupRecords(names, zone: zoneID.zoneName, in: call.database)

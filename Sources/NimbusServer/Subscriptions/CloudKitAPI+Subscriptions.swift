@@ -23,7 +23,10 @@ extension CloudKitAPI {
                 try check(subscription, reader: subscriptionReader, access: access, call)
                 operations.append(.save(subscription))
             case "delete", "forceDelete":
-                operations.append(.delete(subscriptionID: try subscriptionReader.required("subscriptionID").string()))
+                let idReader = try subscriptionReader.required("subscriptionID")
+                let id = try idReader.string()
+                try NameRules.checkName(id, at: idReader.path)
+                operations.append(.delete(subscriptionID: id))
             default:
                 throw CloudKitError.badRequest(
                     "'\(reader.path).operationType': unknown subscription operation '\(typeName)'; expected create, update or delete")
@@ -61,7 +64,11 @@ extension CloudKitAPI {
         }
         var ids: [String] = []
         for reader in readers {
-            if case .string(let id) = reader.json { ids.append(id) } else { ids.append(try reader.required("subscriptionID").string()) }
+            var idReader = reader
+            if reader.json.string == nil { idReader = try reader.required("subscriptionID") }
+            let id = try idReader.string()
+            try NameRules.checkName(id, at: idReader.path)
+            ids.append(id)
         }
         let found = try await notifications.lookupSubscriptions(ids, owner: owner, in: call.database)
         return .object([
@@ -89,9 +96,11 @@ extension CloudKitAPI {
     private func check(
         _ subscription: SubscriptionDefinition, reader: WireReader, access: PublicAccess?, _ call: APICall
     ) throws(CloudKitError) {
-        if let zoneReader = try reader.optional("zoneID") { try call.identity.checkOwner(of: try ZoneID(wire: zoneReader)) }
+        try NameRules.checkName(subscription.subscriptionID, at: "\(reader.path).subscriptionID")
+        if let zoneReader = try reader.optional("zoneID") { _ = try call.requestZoneID(zoneReader) }
         switch subscription.kind {
         case .query(let query, _, _, _):
+            try NameRules.check(query, at: "\(reader.path).query")
             // A query subscription tells about every matching record: it needs READ on the
             // type for all of its records, not only the caller's own.
             if let access, !access.allows(.read, query.recordType, creator: nil, accessor: call.identity.accessor) {

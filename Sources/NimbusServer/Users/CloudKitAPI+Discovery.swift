@@ -142,6 +142,9 @@ extension CloudKitAPI {
                 emailAddress: try reader.optionalString("emailAddress"),
                 phoneNumber: try reader.optionalString("phoneNumber"),
                 userRecordName: try reader.optionalString("userRecordName"))
+            for key in keys {
+                if let value = object[key]?.string { try NameRules.checkName(value, at: "\(reader.path).\(key)") }
+            }
             guard info != LookupInfo() else {
                 throw CloudKitError.badRequest("'\(reader.path)' needs " + keys.joined(separator: " or "))
             }

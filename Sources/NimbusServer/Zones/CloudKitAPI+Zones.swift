@@ -3,10 +3,12 @@ import NimbusStore
 
 extension CloudKitAPI {
     /// The zone dictionary: `{zoneID, syncToken, atomic}`.
-    func zoneJSON(_ zone: ZoneState, _ call: APICall) -> JSON {
-        .object([
+    func zoneJSON(_ zone: ZoneState, _ call: APICall) throws -> JSON {
+        let syncToken = try store.changeTokens.records(
+            zone: zone.zoneName, incarnation: zone.incarnation, version: zone.changeVersion, in: call.database)
+        return .object([
             "zoneID": call.responseZoneID(zone.zoneName).wireJSON,
-            "syncToken": .string(ChangeToken.records(incarnation: zone.incarnation, version: zone.changeVersion)),
+            "syncToken": .string(syncToken),
             "atomic": .bool(zone.zoneName != ZoneID.defaultZoneName),
         ])
     }
@@ -18,7 +20,7 @@ extension CloudKitAPI {
     /// `zones/list`.
     func listZones(_ call: APICall) async throws -> JSON {
         let zones = try await store.listZones(in: call.database)
-        return .object(["zones": .array(zones.map { zoneJSON($0, call) })])
+        return .object(["zones": .array(try zones.map { try zoneJSON($0, call) })])
     }
 
     /// `zones/lookup`.
@@ -30,14 +32,11 @@ extension CloudKitAPI {
         var zoneIDs: [ZoneID] = []
         for reader in readers {
             // Accept both {zoneName, ownerRecordName} and {zoneID: {...}}.
-            let zoneReader = try reader.optional("zoneID") ?? reader
-            let zoneID = try ZoneID(wire: zoneReader)
-            try call.identity.checkOwner(of: zoneID)
-            zoneIDs.append(zoneID)
+            zoneIDs.append(try call.requestZoneID(try reader.optional("zoneID") ?? reader))
         }
         let found = try await store.lookupZones(zoneIDs.map(\.zoneName), in: call.database)
-        let zones: [JSON] = zip(zoneIDs, found).map { zoneID, zone in
-            if let zone { return zoneJSON(zone, call) }
+        let zones: [JSON] = try zip(zoneIDs, found).map { zoneID, zone in
+            if let zone { return try zoneJSON(zone, call) }
             return call.errorJSON(
                 CloudKitError(
                     .zoneNotFound, "zone '\(zoneID.zoneName)' does not exist",
@@ -60,16 +59,14 @@ extension CloudKitAPI {
         for reader in readers {
             let typeName = try reader.required("operationType").string()
             let zoneReader = try reader.required("zone")
-            let zoneID = try ZoneID(wire: try zoneReader.optional("zoneID") ?? zoneReader)
-            try call.identity.checkOwner(of: zoneID)
+            let zoneID = try call.requestZoneID(try zoneReader.optional("zoneID") ?? zoneReader)
             switch typeName {
             case "create":
                 guard call.identity.scope != .public else {
                     throw CloudKitError.badRequest("the public database has only the default zone; custom zones live in private databases")
                 }
-                guard zoneID.zoneName.utf8.count <= 255, !zoneID.zoneName.hasPrefix("_") else {
-                    throw CloudKitError.badRequest(
-                        "'\(zoneReader.path)': a zone name is at most 255 bytes and may not start with '_'")
+                guard !zoneID.zoneName.hasPrefix("_") else {
+                    throw CloudKitError.badRequest("'\(zoneReader.path)': a zone name may not start with '_'")
                 }
                 operations.append(.create(zoneName: zoneID.zoneName))
             case "delete", "forceDelete":
@@ -81,9 +78,9 @@ extension CloudKitAPI {
         }
         let outcome = try await store.modifyZones(operations, caller: call.identity.caller, in: call.database)
         await push.deliver(outcome.notifications)
-        let zones: [JSON] = outcome.results.map { result in
+        let zones: [JSON] = try outcome.results.map { result in
             switch result {
-            case .saved(let zone): return zoneJSON(zone, call)
+            case .saved(let zone): return try zoneJSON(zone, call)
             case .deleted(let name): return deletedZoneJSON(name, call)
             case .failed(let name, var error):
                 error.zoneID = call.responseZoneID(name)
@@ -98,7 +95,7 @@ extension CloudKitAPI {
         var token = try call.body.optionalString("metaSyncToken")
         if token == nil { token = try call.body.optionalString("syncToken") }
         let page = try await store.zoneMetaChanges(since: token, limit: try call.resultsLimit(), in: call.database)
-        let zones = page.zones.map { $0.deleted ? deletedZoneJSON($0.zoneName, call) : zoneJSON($0, call) }
+        let zones = try page.zones.map { try $0.deleted ? deletedZoneJSON($0.zoneName, call) : zoneJSON($0, call) }
         return .object([
             "zones": .array(zones),
             "metaSyncToken": .string(page.syncToken),
@@ -111,7 +108,7 @@ extension CloudKitAPI {
     func databaseChanges(_ call: APICall) async throws -> JSON {
         let page = try await store.databaseChanges(
             since: try call.body.optionalString("syncToken"), limit: try call.resultsLimit(), in: call.database)
-        let zones = page.zones.map { $0.deleted ? deletedZoneJSON($0.zoneName, call) : zoneJSON($0, call) }
+        let zones = try page.zones.map { try $0.deleted ? deletedZoneJSON($0.zoneName, call) : zoneJSON($0, call) }
         return .object([
             "zones": .array(zones),
             "syncToken": .string(page.syncToken),

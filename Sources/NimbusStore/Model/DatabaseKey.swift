@@ -1,24 +1,4 @@
-/// The container environment: `development` or `production`, as in the request path.
-public enum ContainerEnvironment: String, Sendable, Hashable, CaseIterable, Codable {
-    case development
-    case production
-}
-
-/// The database scope, as in the request path.
-public enum DatabaseScope: String, Sendable, Hashable, CaseIterable, Codable {
-    case `public`
-    case `private`
-    case shared
-
-    /// The numeric scope CloudKit uses in push payloads (`dbs`): 1 public, 2 private, 3 shared.
-    public var pushCode: Int {
-        switch self {
-        case .public: return 1
-        case .private: return 2
-        case .shared: return 3
-        }
-    }
-}
+import NimbusProtocol
 
 /// Identifies one logical database: a container's environment, a scope and an owner.
 ///

@@ -51,10 +51,39 @@ extension StoredRecord {
     public func appendWritten(closedBy zoneClosing: String, to text: inout String) {
         text.append(wireHead)
         if !deleted {
-            text.append(fieldsJSON)
+            text.append(servableFieldsJSON)
             text.append(wireTail)
         }
         text.append(zoneClosing)
+    }
+
+    /// ``fieldsJSON`` as it may go out: as stored, unless it may hold a value that does not
+    /// decode, which is left out (see ``fields()``). The canonical writer never writes
+    /// `null` (a non-finite double is written as a string, which the door refuses), so only
+    /// fields texts containing the bytes `null` — a value an older release let in, or a
+    /// string that happens to contain the word — are decoded and written again.
+    public var servableFieldsJSON: String {
+        guard Self.mayHoldNull(fieldsJSON) else { return fieldsJSON }
+        return Record.fieldsJSONText(fields())
+    }
+
+    /// Whether the text contains the bytes `null`.
+    static func mayHoldNull(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count >= 4 else { return false }
+            var position = 0
+            let last = bytes.count - 4
+            while position <= last {
+                if bytes[position] == UInt8(ascii: "n"), bytes[position + 1] == UInt8(ascii: "u"),
+                    bytes[position + 2] == UInt8(ascii: "l"), bytes[position + 3] == UInt8(ascii: "l")
+                {
+                    return true
+                }
+                position += 1
+            }
+            return false
+        }
     }
 
     /// Records as a JSON array of response dictionaries, each closed by `zoneClosing`.

@@ -1,3 +1,4 @@
+import Logging
 import NimbusProtocol
 
 /// A record as the store keeps it: the fields as canonical JSON text (so reads can splice
@@ -34,17 +35,51 @@ public struct StoredRecord: Sendable, Equatable {
     public var changeTag: String { String(version, radix: 36) }
 
     /// The parsed fields.
-    public func fields() throws(CloudKitError) -> [String: FieldValue] {
-        let json: JSON
-        do { json = try JSON.parse(fieldsJSON) } catch { throw CloudKitError(.internalError, "stored fields are corrupt: \(error)") }
-        return try Record.fields(fromWire: json)
+    ///
+    /// A stored value that does not decode (one an older release let in, such as a DOUBLE
+    /// stored as `null`) never fails a read: that field of this record is left out and
+    /// logged, and every other field and record reads as usual. The v6 repair migration
+    /// removes such values (``repairedFieldsJSON()``).
+    public func fields() -> [String: FieldValue] {
+        let decoded = decodedFields()
+        for skipped in decoded.skipped {
+            Self.logger.warning(
+                """
+                record '\(recordName)' (\(recordType)): stored field '\(skipped.name)' does not decode and is left \
+                out of reads: \(skipped.error.reason)
+                """)
+        }
+        return decoded.fields
     }
 
-    /// The record in the protocol model.
-    public func record(zoneID: ZoneID) throws(CloudKitError) -> Record {
+    /// The fields that decode, and the names of those that do not (`""`: the text is not a
+    /// JSON object at all).
+    func decodedFields() -> (fields: [String: FieldValue], skipped: [(name: String, error: CloudKitError)]) {
+        let json: JSON
+        do {
+            json = try JSON.parse(fieldsJSON)
+        } catch {
+            return ([:], [("", CloudKitError(.internalError, "stored fields are not JSON: \(error)"))])
+        }
+        return Record.fields(fromStored: json)
+    }
+
+    /// The fields text without the values that do not decode, written canonically; `nil`
+    /// when every stored value decodes (the record needs no repair).
+    public func repairedFieldsJSON() -> String? {
+        guard !deleted else { return nil }
+        let decoded = decodedFields()
+        guard !decoded.skipped.isEmpty else { return nil }
+        return Record.fieldsJSONText(decoded.fields)
+    }
+
+    /// The record in the protocol model (see ``fields()`` for stored values that do not decode).
+    public func record(zoneID: ZoneID) -> Record {
         if deleted { return Record(recordName: recordName, recordType: recordType, deleted: true, zoneID: zoneID) }
         return Record(
-            recordName: recordName, recordType: recordType, recordChangeTag: changeTag, fields: try fields(),
+            recordName: recordName, recordType: recordType, recordChangeTag: changeTag, fields: fields(),
             created: created, modified: modified, deleted: false, zoneID: zoneID)
     }
+
+    static let logger = Logger(label: "nimbus.store")
 }

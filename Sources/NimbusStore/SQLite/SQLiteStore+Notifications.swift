@@ -102,7 +102,10 @@ extension SQLiteStore {
     public func notificationChanges(for recipient: NotificationRecipient, since token: String?, limit: Int)
         async throws -> NotificationPage
     {
-        let since = try token.map { token throws(CloudKitError) in try NotificationToken.decode(token) } ?? 0
+        let tokens = changeTokens
+        let since = try token.map { token throws(CloudKitError) in
+            try tokens.decodeNotifications(token, for: recipient)
+        } ?? 0
         return try await pool.read { db in
             let state = try Row.fetchOne(
                 db.cachedStatement(
@@ -110,6 +113,7 @@ extension SQLiteStore {
                 arguments: recipient.arguments)
             let last: Int64 = state?[0] ?? 0
             let horizon: Int64 = state?[1] ?? 0
+            if since > last { throw FeedRules.tokenAhead() }
             if token != nil && since < horizon { throw FeedRules.notificationTokenExpired }
             let rows = try Row.fetchAll(
                 db.cachedStatement(
@@ -122,7 +126,7 @@ extension SQLiteStore {
             let notifications = rows.prefix(limit).map(Self.storedNotification)
             let tokenSequence = moreComing ? notifications.last!.sequence : max(since, last)
             return NotificationPage(
-                notifications: notifications, syncToken: NotificationToken.encode(tokenSequence), moreComing: moreComing)
+                notifications: notifications, syncToken: tokens.notifications(sequence: tokenSequence, for: recipient), moreComing: moreComing)
         }
     }
 
@@ -215,26 +219,15 @@ extension SQLiteStore {
         _ token: String, for recipient: NotificationRecipient, apnsEnvironment: String, now: Int64
     ) async throws -> PushToken {
         try await pool.write { db in
-            if let row = try Row.fetchOne(
+            guard let row = try Row.fetchOne(
                 db, sql: "SELECT container, environment, user FROM push_tokens WHERE token = ?", arguments: [token])
-            {
-                guard (row[0] as String) == recipient.container, (row[1] as String) == recipient.environment.rawValue,
-                    (row[2] as String) == recipient.userRecordName
-                else {
-                    throw CloudKitError(.accessDenied, "this push token was issued to another user or container")
-                }
-                try db.execute(
-                    sql: "UPDATE push_tokens SET apns_environment = ?, registered_at = ? WHERE token = ?",
-                    arguments: [apnsEnvironment, now, token])
-            } else {
-                // A token this server did not issue (an APNs device token): keep it registered for the user.
-                try db.execute(
-                    sql: """
-                        INSERT INTO push_tokens (token, container, environment, user, apns_environment, created_at, registered_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [token] + recipient.arguments + [apnsEnvironment, now, now])
-            }
+            else { throw PushTokenRules.notIssued }
+            guard (row[0] as String) == recipient.container, (row[1] as String) == recipient.environment.rawValue,
+                (row[2] as String) == recipient.userRecordName
+            else { throw PushTokenRules.issuedToAnother }
+            try db.execute(
+                sql: "UPDATE push_tokens SET apns_environment = ?, registered_at = ? WHERE token = ?",
+                arguments: [apnsEnvironment, now, token])
             // The courier delivers what happens from registration on.
             let last = try Self.lastSequence(db, recipient)
             try db.execute(
@@ -293,25 +286,5 @@ extension SQLiteStore {
 extension NotificationRecipient {
     var arguments: StatementArguments {
         [container, environment.rawValue, userRecordName]
-    }
-}
-
-/// The opaque tokens of the notification collection: a recipient's sequence number.
-public enum NotificationToken {
-    public static func encode(_ sequence: Int64) -> String {
-        Data("n1:\(sequence)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    public static func decode(_ token: String) throws(CloudKitError) -> Int64 {
-        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64.append("=") }
-        guard let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8),
-            text.hasPrefix("n1:"), let sequence = Int64(text.dropFirst(3)), sequence >= 0
-        else {
-            throw .badRequest("'\(token)' is not a notification collection token this server issued")
-        }
-        return sequence
     }
 }

@@ -63,20 +63,24 @@ extension SQLiteStore: RecordStore {
     public func recordChanges(zone: String, since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> RecordChangesPage
     {
-        let position = try token.map { token throws(CloudKitError) in try ChangeToken.decodeRecords(token) }
+        let tokens = changeTokens
+        let position = try token.map { token throws(CloudKitError) in
+            try tokens.decodeRecords(token, zone: zone, in: database)
+        }
         return try await pool.read { db in
             guard let dbRow = try Self.databaseRow(db, database) else {
-                if zone == ZoneID.defaultZoneName, position == nil {
-                    return RecordChangesPage(
-                        records: [], syncToken: ChangeToken.records(incarnation: 0, version: 0), moreComing: false)
-                }
-                throw FeedRules.zoneNotFound(zone, in: database)
+                try FeedRules.checkUnwrittenDatabase(zone: zone, position: position, in: database)
+                return RecordChangesPage(
+                    records: [], syncToken: tokens.records(zone: zone, incarnation: 0, version: 0, in: database),
+                    moreComing: false)
             }
             guard let zoneState = try Self.zone(db, database: dbRow.id, name: zone), !zoneState.deleted else {
                 throw FeedRules.zoneNotFound(zone, in: database)
             }
             let since = position?.version ?? 0
-            if let position { try FeedRules.checkRecordToken(position, zone: zoneState, in: database) }
+            if let position {
+                try FeedRules.checkRecordToken(position, zone: zoneState, databaseVersion: dbRow.version, in: database)
+            }
             // Records created and deleted since the token are of no interest to the reader;
             // with no token, no tombstone is.
             var records = try Self.fetchStoredRecords(
@@ -92,7 +96,8 @@ extension SQLiteStore: RecordStore {
             let tokenVersion = moreComing ? records.last!.version : max(since, dbRow.version)
             return RecordChangesPage(
                 records: records,
-                syncToken: ChangeToken.records(incarnation: zoneState.incarnation, version: tokenVersion),
+                syncToken: tokens.records(
+                    zone: zone, incarnation: zoneState.incarnation, version: tokenVersion, in: database),
                 moreComing: moreComing)
         }
     }

@@ -55,7 +55,7 @@ extension SQLiteStore: NotificationStore {
             return try Row.fetchAll(
                 db, sql: "SELECT definition FROM subscriptions WHERE db = ? AND owner = ? ORDER BY id",
                 arguments: [dbRow.id, owner]
-            ).map { try SubscriptionDefinition(storedDefinition: $0[0]) }
+            ).compactMap { SubscriptionDefinition(storedDefinition: $0[0]) }
         }
     }
 
@@ -68,7 +68,7 @@ extension SQLiteStore: NotificationStore {
                 try String.fetchOne(
                     db.cachedStatement(sql: "SELECT definition FROM subscriptions WHERE db = ? AND owner = ? AND id = ?"),
                     arguments: [dbRow.id, owner, id]
-                ).map { try SubscriptionDefinition(storedDefinition: $0) }
+                ).flatMap { SubscriptionDefinition(storedDefinition: $0) }
             }
         }
     }
@@ -97,8 +97,10 @@ extension SQLiteStore: NotificationStore {
                     sql: "SELECT owner, definition, created_at FROM subscriptions WHERE db = ? AND kind != 'query'"),
                 arguments: [databaseID])
         }
-        return try rows.map { row in
-            StoredSubscription(subscription: try SubscriptionDefinition(storedDefinition: row[1]), owner: row[0], createdAt: row[2])
+        return rows.compactMap { row in
+            SubscriptionDefinition(storedDefinition: row[1]).map {
+                StoredSubscription(subscription: $0, owner: row[0], createdAt: row[2])
+            }
         }
     }
 }

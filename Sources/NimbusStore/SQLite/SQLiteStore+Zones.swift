@@ -90,13 +90,17 @@ extension SQLiteStore {
     public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> ZoneChangesPage
     {
-        try await zoneFeed(.meta, since: try ZoneFeed.meta.version(of: token), limit: limit, in: database)
+        try await zoneFeed(
+            .meta, since: try ZoneFeed.meta.version(of: token, tokens: changeTokens, in: database), limit: limit,
+            in: database)
     }
 
     public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> ZoneChangesPage
     {
-        try await zoneFeed(.database, since: try ZoneFeed.database.version(of: token), limit: limit, in: database)
+        try await zoneFeed(
+            .database, since: try ZoneFeed.database.version(of: token, tokens: changeTokens, in: database),
+            limit: limit, in: database)
     }
 
     /// Zones whose feed version is after `since`, in version order. With no token,
@@ -107,10 +111,13 @@ extension SQLiteStore {
         -> ZoneChangesPage
     {
         let column = feed.column
+        let tokens = changeTokens
         return try await pool.read { db in
             guard let dbRow = try Self.databaseRow(db, database) else {
-                return ZoneChangesPage(zones: [], syncToken: feed.token(since), moreComing: false)
+                if since > 0 { throw FeedRules.tokenAhead() }
+                return ZoneChangesPage(zones: [], syncToken: feed.token(since, tokens: tokens, in: database), moreComing: false)
             }
+            if since > dbRow.version { throw FeedRules.tokenAhead() }
             if since > 0 && since < dbRow.zoneHorizon { throw FeedRules.zoneTokenExpired }
             let rows = try Row.fetchAll(
                 db,
@@ -123,7 +130,8 @@ extension SQLiteStore {
             let moreComing = rows.count > limit
             let zones = rows.prefix(limit).map(Self.zoneState)
             let last: Int64 = moreComing ? rows[limit - 1][column] : max(since, dbRow.version)
-            return ZoneChangesPage(zones: zones, syncToken: feed.token(last), moreComing: moreComing)
+            return ZoneChangesPage(
+                zones: zones, syncToken: feed.token(last, tokens: tokens, in: database), moreComing: moreComing)
         }
     }
 

@@ -15,15 +15,22 @@ public final class SQLiteStore: Sendable {
     /// The GRDB pool; `DatabasePool` is `Sendable`.
     let pool: DatabasePool
     public let path: String
+    /// Sync tokens, signed with the secret kept in the file.
+    public let changeTokens: ChangeTokens
 
     /// Opens (creating if needed) the store at `path` and migrates its schema.
-    public convenience init(path: String) throws {
-        try self.init(path: path, preparingEachConnection: nil)
+    ///
+    /// - Parameter random: where the server secret comes from when the file has none yet.
+    public convenience init(path: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator()) throws {
+        try self.init(path: path, random: random, preparingEachConnection: nil)
     }
 
     /// Opens the store, running `prepare` on each new connection after the store's own
     /// settings (tests use it to make statements observable).
-    init(path: String, preparingEachConnection prepare: (@Sendable (Database) throws -> Void)?) throws {
+    init(
+        path: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator(),
+        preparingEachConnection prepare: (@Sendable (Database) throws -> Void)?
+    ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -31,14 +38,20 @@ public final class SQLiteStore: Sendable {
             try prepare?(db)
         }
         self.path = path
-        self.pool = try DatabasePool(path: path, configuration: configuration)
+        let pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        var random = random
+        self.changeTokens = ChangeTokens(
+            secret: try Self.changeTokenSecret(pool, candidate: ChangeTokens.newSecret(using: &random)))
+        self.pool = pool
     }
 
     /// Opens the store in a data directory (`DIR/nimbus.sqlite`), creating the directory.
-    public convenience init(directory: String) throws {
+    public convenience init(directory: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator())
+        throws
+    {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try self.init(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"))
+        try self.init(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"), random: random)
     }
 
     /// Closes the database files. Further use throws.
@@ -146,6 +159,8 @@ public final class SQLiteStore: Sendable {
                     """)
         }
         migrator.registerMigration("v4-query", migrate: migrateV4)
+        migrator.registerMigration("v5-server-secret", migrate: migrateV5)
+        migrator.registerMigration("v6-repair-values", migrate: migrateV6RepairValues)
         return migrator
     }
 }

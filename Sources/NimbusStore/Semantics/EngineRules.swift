@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NimbusProtocol
 
 /// The answers every engine gives alike when reading a feed: the errors for a missing zone,
@@ -22,10 +23,18 @@ public enum FeedRules {
     ///   the old zone held.
     /// - A token older than the zone's horizon (tombstones up to it were compacted) is
     ///   CHANGE_TOKEN_EXPIRED.
+    /// - A token ahead of the database (a version it has not reached, or an incarnation of the
+    ///   zone not created yet) is CHANGE_TOKEN_EXPIRED: the server was restored from a backup
+    ///   taken before the token was issued, and the changes after the token's position are not
+    ///   the ones the client saw.
     public static func checkRecordToken(
-        _ position: (incarnation: Int64, version: Int64), zone: ZoneState, in database: DatabaseKey
+        _ position: (incarnation: Int64, version: Int64), zone: ZoneState, databaseVersion: Int64,
+        in database: DatabaseKey
     ) throws(CloudKitError) {
         let zoneID = ZoneID(zoneName: zone.zoneName, ownerRecordName: database.owner)
+        if position.incarnation > zone.incarnation || position.version > databaseVersion {
+            throw tokenAhead(zoneID: zoneID)
+        }
         if position.incarnation != zone.incarnation {
             throw CloudKitError(
                 .zoneNotFound,
@@ -42,6 +51,28 @@ public enum FeedRules {
         }
     }
 
+    /// Checks a record feed read from a database never written: the default zone's feed is
+    /// empty (a token of it from the start is fine, one further on is ahead of the database),
+    /// any other zone does not exist.
+    public static func checkUnwrittenDatabase(
+        zone: String, position: (incarnation: Int64, version: Int64)?, in database: DatabaseKey
+    ) throws(CloudKitError) {
+        guard zone == ZoneID.defaultZoneName else { throw zoneNotFound(zone, in: database) }
+        if let position, position.incarnation != 0 || position.version != 0 {
+            throw tokenAhead(zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner))
+        }
+    }
+
+    /// CHANGE_TOKEN_EXPIRED for an authentic token whose position the feed has not reached:
+    /// the server's data was restored from a backup taken before the token was issued.
+    public static func tokenAhead(zoneID: ZoneID? = nil) -> CloudKitError {
+        CloudKitError(
+            .changeTokenExpired,
+            "the sync token is ahead of this server's history (its data was restored from an earlier backup); "
+                + "fetch again without a sync token",
+            zoneID: zoneID)
+    }
+
     /// CHANGE_TOKEN_EXPIRED for a zone feed token (`zones/changes`, `changes/database`)
     /// older than the retention window for deleted zones.
     public static let zoneTokenExpired = CloudKitError(
@@ -53,6 +84,21 @@ public enum FeedRules {
         .changeTokenExpired,
         "the notification token is older than the notification retention window; fetch the collection "
             + "again without a token")
+}
+
+/// The answers of `tokens/register` for a token it cannot register, alike on every engine.
+///
+/// Only tokens `tokens/create` issued can be registered: a token is the credential of its
+/// `webcourierURL`, so a token a client made up (guessable, or chosen to collide) must never
+/// become one.
+public enum PushTokenRules {
+    /// BAD_REQUEST for a token this server never issued.
+    public static let notIssued = CloudKitError.badRequest(
+        "'apnsToken' is not a token this server issued; get one from tokens/create, then register it")
+
+    /// ACCESS_DENIED for a token issued to someone else.
+    public static let issuedToAnother = CloudKitError(
+        .accessDenied, "this push token was issued to another user or container")
 }
 
 /// The two feeds of a database's zones, which engines read alike: `zones/changes` (zones
@@ -71,19 +117,21 @@ public enum ZoneFeed: Sendable {
     }
 
     /// The version a token of this feed names (0 for no token).
-    public func version(of token: String?) throws(CloudKitError) -> Int64 {
+    public func version(of token: String?, tokens: ChangeTokens, in database: DatabaseKey) throws(CloudKitError)
+        -> Int64
+    {
         guard let token else { return 0 }
         switch self {
-        case .meta: return try ChangeToken.decodeMeta(token)
-        case .database: return try ChangeToken.decodeDatabase(token)
+        case .meta: return try tokens.decodeMeta(token, in: database)
+        case .database: return try tokens.decodeDatabase(token, in: database)
         }
     }
 
     /// The token of this feed at a version.
-    public func token(_ version: Int64) -> String {
+    public func token(_ version: Int64, tokens: ChangeTokens, in database: DatabaseKey) -> String {
         switch self {
-        case .meta: return ChangeToken.meta(version: version)
-        case .database: return ChangeToken.database(version: version)
+        case .meta: return tokens.meta(version: version, in: database)
+        case .database: return tokens.database(version: version, in: database)
         }
     }
 
@@ -125,7 +173,7 @@ public enum DeleteSelfReferences {
     /// The names of the records a live record references with `DELETE_SELF`.
     public static func targets(of record: StoredRecord) throws(CloudKitError) -> Set<String> {
         guard !record.deleted, mentioned(in: record.fieldsJSON) else { return [] }
-        return Set(try record.fields().values.flatMap(\.references).filter { $0.action == .deleteSelf }.map(\.recordName))
+        return Set(record.fields().values.flatMap(\.references).filter { $0.action == .deleteSelf }.map(\.recordName))
     }
 }
 
@@ -146,12 +194,16 @@ public enum RandomToken {
 }
 
 extension SubscriptionDefinition {
-    /// Parses a definition an engine stored (the JSON of ``wireJSON(zoneOwner:)``).
-    public init(storedDefinition definition: String) throws(CloudKitError) {
+    /// Parses a definition an engine stored (the JSON of ``wireJSON(zoneOwner:)``); `nil`,
+    /// logged, for one that no longer parses (such as a filter value an older release stored
+    /// as `null`): it is left out of lists, lookups and matching, so it never fails the
+    /// reads and writes of others. The v6 repair migration deletes such subscriptions.
+    public init?(storedDefinition definition: String) {
         do {
             self = try SubscriptionDefinition(wire: WireReader(try JSON.parse(definition)))
         } catch {
-            throw CloudKitError(.internalError, "a stored subscription is corrupt: \(error)")
+            StoredRecord.logger.warning("a stored subscription does not decode and is ignored: \(error) in \(definition.prefix(300))")
+            return nil
         }
     }
 }

@@ -158,7 +158,7 @@ public enum IndexEntries {
         -> (values: [(index: String, value: IndexValue)], tokens: [(field: String, token: String)])
     {
         guard !record.deleted else { return ([], []) }
-        let fields = try record.fields()
+        let fields = record.fields()
         var values: [(index: String, value: IndexValue)] = []
         for name in layout.valueFields {
             for value in Self.values(of: record, fields: fields, index: name) { values.append((name, value)) }

@@ -136,7 +136,7 @@ public struct ModifyPlanner: Sendable {
         case (.create, .some(let existing)):
             throw CloudKitError(
                 .exists, "record '\(name)' already exists; merge with serverRecord and update it", recordName: name,
-                serverRecord: try? existing.record(zoneID: zoneID))
+                serverRecord: existing.record(zoneID: zoneID))
         case (.update, nil), (.replace, nil):
             throw CloudKitError(
                 .notFound, "record '\(name)' does not exist; use create (or forceUpdate) to create it",
@@ -144,7 +144,7 @@ public struct ModifyPlanner: Sendable {
         case (.update, .some(let existing)), (.forceUpdate, .some(let existing)):
             if operation.type.isLocked { try checkTag(record, against: existing) }
             try checkType(record, against: existing)
-            var merged = try existing.fields()
+            var merged = existing.fields()
             merged.merge(record.fields) { _, new in new }
             fieldsJSON = Record.fieldsJSONText(merged)
             recordType = existing.recordType
@@ -200,7 +200,7 @@ public struct ModifyPlanner: Sendable {
                 recordName: record.recordName)
         }
         guard tag == existing.changeTag else {
-            let serverRecord = try? existing.record(zoneID: zoneID)
+            let serverRecord = existing.record(zoneID: zoneID)
             throw CloudKitError(
                 .conflict,
                 "record '\(record.recordName)' was changed on the server (change tag \(existing.changeTag), "

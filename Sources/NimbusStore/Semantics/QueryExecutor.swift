@@ -302,7 +302,7 @@ public struct QueryExecutor: Sendable {
 
     /// The hit as a match with its result position, if it matches and lies after the marker.
     func evaluate(_ hit: IndexHit, _ context: Context) throws(CloudKitError) -> Match? {
-        let record = try hit.record.record(
+        let record = hit.record.record(
             zoneID: ZoneID(zoneName: hit.zone, ownerRecordName: context.database.owner))
         guard context.plan.query.matches(record) else { return nil }
         let position = context.order.position(of: hit.record, fields: record.fields, zone: hit.zone)

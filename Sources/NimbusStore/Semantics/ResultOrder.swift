@@ -71,7 +71,7 @@ struct ContinuationMarker: Sendable {
             "v": 1, "q": .string(String(fingerprint, radix: 16)), "k": .array(position.keys.map(Self.json)),
             "n": .string(position.recordName), "z": .string(position.zone),
         ]
-        return ChangeToken.encode(json.serialized())
+        return Base64URL.encode(json.serializedBytes())
     }
 
     /// The position a marker holds.
@@ -79,7 +79,8 @@ struct ContinuationMarker: Sendable {
     ///   for another query or zone.
     static func decode(_ marker: String, fingerprint: UInt64, keyCount: Int) throws(CloudKitError) -> ResultPosition {
         let invalid = CloudKitError.badRequest("'continuationMarker' is not a marker this server issued")
-        guard let text = ChangeToken.decodeText(marker), let json = try? JSON.parse(text),
+        guard let bytes = Base64URL.decode(marker), let text = String(bytes: bytes, encoding: .utf8),
+            let json = try? JSON.parse(text),
             json["v"]?.int64 == 1, let query = json["q"]?.string, let name = json["n"]?.string,
             let zone = json["z"]?.string, let keys = json["k"]?.array
         else { throw invalid }

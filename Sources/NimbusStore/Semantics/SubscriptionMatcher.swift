@@ -159,8 +159,8 @@ private struct RecordCache {
         if let cached = records[index] { return cached }
         let change = changes[index]
         // A row whose stored fields do not parse matches nothing rather than failing the commit.
-        let before = change.before.flatMap { $0.deleted ? nil : try? $0.record(zoneID: zoneID) }
-        let after = change.after.deleted ? nil : try? change.after.record(zoneID: zoneID)
+        let before = change.before.flatMap { $0.deleted ? nil : $0.record(zoneID: zoneID) }
+        let after = change.after.deleted ? nil : change.after.record(zoneID: zoneID)
         records[index] = (before, after)
         return (before, after)
     }

@@ -27,7 +27,8 @@ enum TestPostgres {
     }
 
     static func open(schema: String) async throws -> PostgresStore {
-        try await PostgresStore.open(url: url ?? "", schema: schema, maximumConnections: 10, logger: logger)
+        try await PostgresStore.open(
+            url: url ?? "", schema: schema, maximumConnections: 10, random: ParitySecret(), logger: logger)
     }
 
     /// Opens `count` stores (nodes) on one fresh schema, runs `body`, then shuts them down and
@@ -95,7 +96,7 @@ enum Requests {
 enum Parity {
     static func expectSameAnswers(_ script: @Sendable (any NimbusStorage) async throws -> [String]) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-parity-\(UUID())")
-        let sqlite = try SQLiteStore(directory: directory.path)
+        let sqlite = try SQLiteStore(directory: directory.path, random: ParitySecret())
         let expected = try await script(sqlite)
         try await sqlite.shutdown()
         try? FileManager.default.removeItem(at: directory)
@@ -106,5 +107,14 @@ enum Parity {
         for (index, (got, want)) in zip(actual, expected).enumerated() where got != want {
             Issue.record("step \(index) differs:\n  postgres: \(got)\n  sqlite:   \(want)")
         }
+    }
+}
+
+/// The server secret both engines get in these tests, so their sync tokens compare equal.
+struct ParitySecret: RandomNumberGenerator {
+    private var counter: UInt64 = 0
+    mutating func next() -> UInt64 {
+        counter &+= 1
+        return counter &* 0x9E37_79B9_7F4A_7C15
     }
 }
