@@ -76,13 +76,15 @@ extension QueryFilter {
         }
         let target = try Target(wire: reader, allowsSearchableFields: comparator.isTokenSearch)
         let value = try FieldValue(wire: reader.required("fieldValue"))
-        let distance = try reader.optional("distance")?.double()
+        // Only NEAR has a distance; others ignore one sent (CloudKit does), so it is not kept.
+        var distance: Double?
         if comparator == .near {
             guard case .location = value else {
                 throw .badRequest("'\(reader.path).fieldValue': NEAR compares with a LOCATION value")
             }
-            guard let distance, distance >= 0 else {
-                throw .badRequest("'\(reader.path).distance': NEAR needs a distance in meters (0 or more)")
+            distance = try reader.optional("distance")?.double()
+            guard let distance, distance.isFinite, distance >= 0 else {
+                throw .badRequest("'\(reader.path).distance': NEAR needs a distance in meters (a finite number, 0 or more)")
             }
         }
         if comparator.takesList, case .list = value {

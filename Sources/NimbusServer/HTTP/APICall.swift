@@ -114,8 +114,14 @@ struct APICall: Sendable {
         return .object(members)
     }
 
-    /// A per-item error dictionary.
+    /// A per-item error dictionary. A `zoneID` of this database is written as success items
+    /// write theirs, with the owner's record name (however the request named the owner, if
+    /// at all); another owner's zone (an ACCESS_DENIED item) stays as the request named it.
     func errorJSON(_ error: CloudKitError) -> JSON {
-        error.wireJSON(uuid: APIResponder.newUUID(), numbersAsStrings: numbersAsStrings)
+        var error = error
+        if let zoneID = error.zoneID, (try? identity.checkOwner(of: zoneID)) != nil {
+            error.zoneID = responseZoneID(zoneID.zoneName)
+        }
+        return error.wireJSON(uuid: APIResponder.newUUID(), numbersAsStrings: numbersAsStrings)
     }
 }

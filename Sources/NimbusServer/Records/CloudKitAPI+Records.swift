@@ -159,8 +159,10 @@ extension CloudKitAPI {
             do {
                 zones.append(try await changesPage(call, reader: reader))
             } catch let error as CloudKitError {
+                // The item names its zone as a success item would (``APICall/errorJSON(_:)``
+                // fills in the owner); a zoneID that does not parse leaves it out.
                 var error = error
-                if error.zoneID == nil, let zoneReader = try reader.optional("zoneID") {
+                if error.zoneID == nil, let zoneReader = try? reader.optional("zoneID") {
                     error.zoneID = try? ZoneID(wire: zoneReader)
                 }
                 zones.append(call.errorJSON(error))

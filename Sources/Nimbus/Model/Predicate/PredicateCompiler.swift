@@ -283,7 +283,9 @@ struct PredicateCompiler {
         }
         switch value {
         case .reference(let reference): return .string(reference.recordName)
-        case .list(_, let members): return .list(elementType: .string, members.map { Self.value($0, for: target) })
+        case .list(let elementType, let members):
+            let converted = members.map { Self.value($0, for: target) }
+            return .list(elementType: converted.first?.type ?? elementType, converted)
         default: return value
         }
     }

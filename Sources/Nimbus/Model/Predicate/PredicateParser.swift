@@ -363,7 +363,8 @@ struct PredicateParser {
                 continue
             }
             try expect("}", "to close the list opened at column \(column)")
-            return .list(elementType: members.first?.type ?? .string, members)
+            return try PredicateValues.checked(
+                .list(elementType: members.first?.type ?? .string, members), column: column, format: format)
         }
     }
 
@@ -441,13 +442,14 @@ struct PredicateParser {
             guard case .string(let key) = argument else { throw mismatch("a key name (a String)") }
             return .key(try validKey(key, at: column), column: column)
         case "@":
-            return .value(argument, column: column)
+            return .value(try PredicateValues.checked(argument, column: column, format: format), column: column)
         case "d", "i", "u":
             guard case .int64 = argument else { throw mismatch("an integer") }
             return .value(argument, column: column)
         default:
             switch argument {
-            case .double: return .value(argument, column: column)
+            case .double:
+                return .value(try PredicateValues.checked(argument, column: column, format: format), column: column)
             case .int64(let value): return .value(.double(Double(value)), column: column)
             default: throw mismatch("a number")
             }
