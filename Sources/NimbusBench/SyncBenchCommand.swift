@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 import Nimbus
 import NimbusProtocol
 import NimbusSync
@@ -249,10 +250,12 @@ extension LatencySummary {
 }
 
 /// Record names seen in B's fetched events, with when; waiters per name.
-final class ArrivalLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var seen: [String: ContinuousClock.Instant] = [:]
-    private var waiters: [String: CheckedContinuation<ContinuousClock.Instant, any Error>] = [:]
+final class ArrivalLog: Sendable {
+    private struct State {
+        var seen: [String: ContinuousClock.Instant] = [:]
+        var waiters: [String: CheckedContinuation<ContinuousClock.Instant, any Error>] = [:]
+    }
+    private let state = NIOLockedValueBox(State())
 
     struct Expectation {
         let log: ArrivalLog
@@ -280,16 +283,16 @@ final class ArrivalLog: @unchecked Sendable {
 
     /// Forgets an earlier arrival of `name`, then returns what to wait on.
     func expect(_ name: String) -> Expectation {
-        lock.withLock { _ = seen.removeValue(forKey: name) }
+        state.withLockedValue { _ = $0.seen.removeValue(forKey: name) }
         return Expectation(log: self, name: name)
     }
 
     func record(_ names: [String]) {
         let now = ContinuousClock.now
-        let ready = lock.withLock { () -> [CheckedContinuation<ContinuousClock.Instant, any Error>] in
+        let ready = state.withLockedValue { state -> [CheckedContinuation<ContinuousClock.Instant, any Error>] in
             var ready: [CheckedContinuation<ContinuousClock.Instant, any Error>] = []
             for name in names {
-                if let waiter = waiters.removeValue(forKey: name) { ready.append(waiter) } else { seen[name] = now }
+                if let waiter = state.waiters.removeValue(forKey: name) { ready.append(waiter) } else { state.seen[name] = now }
             }
             return ready
         }
@@ -297,16 +300,16 @@ final class ArrivalLog: @unchecked Sendable {
     }
 
     fileprivate func wait(_ name: String, _ continuation: CheckedContinuation<ContinuousClock.Instant, any Error>) {
-        let arrived = lock.withLock { () -> ContinuousClock.Instant? in
-            if let at = seen.removeValue(forKey: name) { return at }
-            waiters[name] = continuation
+        let arrived = state.withLockedValue { state -> ContinuousClock.Instant? in
+            if let at = state.seen.removeValue(forKey: name) { return at }
+            state.waiters[name] = continuation
             return nil
         }
         if let arrived { continuation.resume(returning: arrived) }
     }
 
     fileprivate func cancel(_ name: String) {
-        lock.withLock { waiters.removeValue(forKey: name) }?.resume(throwing: CancellationError())
+        state.withLockedValue { $0.waiters.removeValue(forKey: name) }?.resume(throwing: CancellationError())
     }
 }
 
@@ -326,20 +329,18 @@ enum ProcessCPU {
 }
 
 /// A thread-safe counter.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
+final class Counter: Sendable {
+    private let value = NIOLockedValueBox(0)
 
-    func add(_ n: Int) -> Int { lock.withLock { value += n; return value } }
+    func add(_ n: Int) -> Int { value.withLockedValue { $0 += n; return $0 } }
 }
 
 /// A progress line on stderr: redrawn in place on a terminal, every 10% otherwise.
-final class Progress: @unchecked Sendable {
+final class Progress: Sendable {
     let label: String
     let total: Int
     private let started = ContinuousClock.now
-    private let lock = NSLock()
-    private var lastShown = -1
+    private let lastShown = NIOLockedValueBox(-1)
     private let terminal = isatty(2) == 1
 
     init(label: String, total: Int) {
@@ -349,7 +350,7 @@ final class Progress: @unchecked Sendable {
 
     func update(_ done: Int) {
         let percent = total == 0 ? 100 : min(100, done * 100 / total)
-        let line: String? = lock.withLock {
+        let line: String? = lastShown.withLockedValue { lastShown in
             guard percent != lastShown, terminal || percent / 10 != lastShown / 10 || lastShown < 0 else { return nil }
             lastShown = percent
             let width = 30

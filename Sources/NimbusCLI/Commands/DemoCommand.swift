@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 import Nimbus
 import NimbusProtocol
 import NimbusServer
@@ -274,17 +275,15 @@ final class DemoScript: Sendable {
 }
 
 /// The devices' current push feeds (replaced when B goes offline and comes back).
-final class DemoFeeds: @unchecked Sendable {
-    private let lock = NSLock()
-    private var feedA: PushFeed?
-    private var feedB: PushFeed?
+final class DemoFeeds: Sendable {
+    private let feeds = NIOLockedValueBox<(a: PushFeed?, b: PushFeed?)>((nil, nil))
 
     var a: PushFeed? {
-        get { lock.withLock { feedA } }
-        set { lock.withLock { feedA = newValue } }
+        get { feeds.withLockedValue { $0.a } }
+        set { feeds.withLockedValue { $0.a = newValue } }
     }
     var b: PushFeed? {
-        get { lock.withLock { feedB } }
-        set { lock.withLock { feedB = newValue } }
+        get { feeds.withLockedValue { $0.b } }
+        set { feeds.withLockedValue { $0.b = newValue } }
     }
 }
