@@ -117,7 +117,9 @@ struct RequestLimitsTests {
     }
 
     @Test(arguments: Engine.available) func aHalfSentHeadIsClosedAfterTheHeaderTimeout(engine: Engine) async throws {
-        try await TestServer.with(engine, configure: { $0.connections.headerTimeout = .milliseconds(300) }) { server in
+        // Long enough that the probe's own connection (subject to the same timeout) sends its
+        // request in time on a loaded machine; short enough for a test.
+        try await TestServer.with(engine, configure: { $0.connections.headerTimeout = .seconds(2) }) { server in
             let connection = try await RawConnection.open(port: server.server.port)
             try await connection.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             let closed = try await connection.waitForClose(timeout: .seconds(10))

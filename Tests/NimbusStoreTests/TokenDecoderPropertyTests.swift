@@ -193,6 +193,17 @@ struct TokenDecoderPropertyTests {
         #expect(try tokens.decodeMeta(tokens.database(version: 5, in: Self.database), in: Self.database) == 5)
     }
 
+    /// A forged marker cannot carry a position no stored value has (NaN or an infinity sort
+    /// key, which compares false against everything).
+    @Test(arguments: ["nan", "NaN", "inf", "-infinity", "1e400"])
+    func markersWithNonFiniteSortKeysAreRefused(number: String) throws {
+        let json: JSON = ["v": 1, "q": .string(String(7, radix: 16)), "k": [["r": .string(number)]], "n": "r1", "z": "Z"]
+        let marker = Base64URL.encode(json.serializedBytes())
+        #expect(throws: CloudKitError.self) {
+            _ = try ContinuationMarker.decode(marker, fingerprint: 7, keyCount: 1)
+        }
+    }
+
     @Test func continuationMarkersAreRefusedCleanlyOrReadBackUnchanged() throws {
         var generator = SeededGenerator(seed: 10)
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=:{}\"")

@@ -19,7 +19,7 @@ extension CloudKitAPI {
         let marker = try call.body.optionalString("continuationMarker")
         let ownRecordsOf = try queryReader(query.recordType, try await publicAccess(call), call)
         let plan = try await schemas.plan(query, database: call.database)
-        if let zoneID, try await store.lookupZones([zoneID.zoneName], in: call.database).first! == nil {
+        if let zoneID, (try await store.lookupZones([zoneID.zoneName], in: call.database).first ?? nil) == nil {
             throw CloudKitError(
                 .zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in this database",
                 zoneID: call.responseZoneID(zoneID.zoneName))

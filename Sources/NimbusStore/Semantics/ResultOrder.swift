@@ -108,7 +108,8 @@ struct ContinuationMarker: Sendable {
 
     static func value(_ json: JSON) -> IndexValue? {
         if let text = json["i"]?.string { return Int64(text).map(IndexValue.integer) }
-        if let text = json["r"]?.string { return Double(text).map(IndexValue.real) }
+        // Only finite numbers: the server never stores another, so no marker of its holds one.
+        if let text = json["r"]?.string { return Double(text).flatMap { $0.isFinite ? IndexValue.real($0) : nil } }
         if let text = json["t"]?.string { return .text(text) }
         if json["m"] != nil { return .missing }
         return nil
