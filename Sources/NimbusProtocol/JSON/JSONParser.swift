@@ -1,16 +1,16 @@
 import Foundation
 
 /// A syntax error in a JSON document, with the byte offset where it was found.
-public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var offset: Int
-    public var message: String
-    public var description: String { "malformed JSON at byte \(offset): \(message)" }
+package struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var offset: Int
+    package var message: String
+    package var description: String { "malformed JSON at byte \(offset): \(message)" }
 }
 
 extension JSON {
     /// Parses a complete JSON document. Whitespace (pretty-printing) is accepted anywhere
     /// JSON allows it; trailing content is an error.
-    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONSyntaxError) -> JSON {
+    package static func parse(_ bytes: some Collection<UInt8>) throws(JSONSyntaxError) -> JSON {
         // Parse the bytes where they are when they are contiguous (arrays, ByteBuffer views).
         let direct = bytes.withContiguousStorageIfAvailable { buffer in
             Result { () throws(JSONSyntaxError) -> JSON in
@@ -26,7 +26,7 @@ extension JSON {
     }
 
     /// Parses a complete JSON document from a string.
-    public static func parse(_ text: String) throws(JSONSyntaxError) -> JSON {
+    package static func parse(_ text: String) throws(JSONSyntaxError) -> JSON {
         try parse(Array(text.utf8))
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 extension JSON {
     /// The compact JSON text of this value. Object members are written in sorted key order
     /// so that output is deterministic (useful for digests and for tests).
-    public func serialized() -> String {
+    package func serialized() -> String {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         write(into: &out)
@@ -11,7 +11,7 @@ extension JSON {
     }
 
     /// The compact JSON text of this value as bytes.
-    public func serializedBytes() -> [UInt8] {
+    package func serializedBytes() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(max(256, sizeEstimate(depth: 3)))
         write(into: &out)
@@ -36,7 +36,7 @@ extension JSON {
     }
 
     /// Appends the compact JSON text of this value to `out`.
-    public func write(into out: inout [UInt8]) {
+    package func write(into out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: Self.nullBytes)
         case .bool(let value): out.append(contentsOf: value ? Self.trueBytes : Self.falseBytes)
@@ -72,7 +72,7 @@ extension JSON {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Appends `value` as a quoted, escaped JSON string.
-    public static func writeString(_ value: String, into out: inout [UInt8]) {
+    package static func writeString(_ value: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var value = value
         // Copy runs of bytes that need no escaping in one go.

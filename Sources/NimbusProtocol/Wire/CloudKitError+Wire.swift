@@ -1,7 +1,7 @@
 extension CloudKitError {
     /// The error dictionary: `{uuid, serverErrorCode, reason, recordName?, zoneID?, retryAfter?,
     /// serverRecord?}`.
-    public func wireJSON(uuid: String, numbersAsStrings: Bool = false) -> JSON {
+    package func wireJSON(uuid: String, numbersAsStrings: Bool = false) -> JSON {
         var members: [String: JSON] = [
             "uuid": .string(uuid),
             "serverErrorCode": .string(code.rawValue),
@@ -16,7 +16,7 @@ extension CloudKitError {
 
     /// Decodes an error dictionary (in a response body or inside `records[]`/`zones[]`).
     /// Returns `nil` when the dictionary carries no `serverErrorCode`.
-    public init?(wire json: JSON) {
+    package init?(wire json: JSON) {
         guard let members = json.object, let codeText = members["serverErrorCode"]?.string else { return nil }
         let code = ServerErrorCode(rawValue: codeText) ?? .internalError
         var reason = members["reason"]?.string ?? codeText

@@ -5,7 +5,7 @@ extension FieldValue {
     /// the value: strings are STRING, integers INT64, other numbers DOUBLE, objects with
     /// `recordName` REFERENCE, objects with `latitude` LOCATION, arrays the list of their
     /// first element's type. Booleans are stored as INT64 0/1, as CloudKit stores them.
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         let value: WireReader
         let typeName: String?
         if case .object(let members) = reader.json, let wrapped = members["value"] {
@@ -88,12 +88,12 @@ extension FieldValue {
     }
 
     /// The field dictionary `{value, type}`.
-    public func wireJSON(numbersAsStrings: Bool = false) -> JSON {
+    package func wireJSON(numbersAsStrings: Bool = false) -> JSON {
         .object(["value": wireValue(numbersAsStrings: numbersAsStrings), "type": .string(type.rawValue)])
     }
 
     /// The bare value as it appears under `value`.
-    public func wireValue(numbersAsStrings: Bool = false) -> JSON {
+    package func wireValue(numbersAsStrings: Bool = false) -> JSON {
         switch self {
         case .string(let text): return .string(text)
         case .int64(let number): return numbersAsStrings ? .string(String(number)) : .int(number)
@@ -168,7 +168,7 @@ extension Data {
 extension FieldValue {
     /// Appends the field dictionary `{"type":…,"value":…}`: the same text as
     /// `wireJSON(numbersAsStrings:).serialized()`, without building the JSON tree.
-    public func writeWire(into out: inout [UInt8], numbersAsStrings: Bool = false) {
+    package func writeWire(into out: inout [UInt8], numbersAsStrings: Bool = false) {
         out.append(contentsOf: #"{"type":"#.utf8)
         JSON.writeString(type.rawValue, into: &out)
         out.append(contentsOf: #","value":"#.utf8)
@@ -177,7 +177,7 @@ extension FieldValue {
     }
 
     /// Appends the bare value: the same text as `wireValue(numbersAsStrings:).serialized()`.
-    public func writeWireValue(into out: inout [UInt8], numbersAsStrings: Bool = false) {
+    package func writeWireValue(into out: inout [UInt8], numbersAsStrings: Bool = false) {
         switch self {
         case .string(let text):
             JSON.writeString(text, into: &out)

@@ -17,7 +17,7 @@ extension RecordStamp {
 extension Record {
     /// Decodes a record dictionary. `recordName` may be absent (the server then names the
     /// record); `recordType` may be absent only on deletes, where it is ignored.
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         _ = try reader.object()
         let recordName = try reader.optionalString("recordName") ?? ""
         let recordType = try reader.optionalString("recordType") ?? ""
@@ -41,7 +41,7 @@ extension Record {
 
     /// The record dictionary. A deleted record is `{recordName, deleted: true}` (plus zoneID).
     /// - Parameter desiredKeys: when given, only these fields are included.
-    public func wireJSON(numbersAsStrings: Bool = false, desiredKeys: Set<String>? = nil) -> JSON {
+    package func wireJSON(numbersAsStrings: Bool = false, desiredKeys: Set<String>? = nil) -> JSON {
         var members: [String: JSON] = ["recordName": .string(recordName)]
         if let zoneID { members["zoneID"] = zoneID.wireJSON }
         if deleted {
@@ -62,13 +62,13 @@ extension Record {
     }
 
     /// Only the fields as a JSON object of field dictionaries (what the store keeps).
-    public static func fieldsJSON(_ fields: [String: FieldValue], numbersAsStrings: Bool = false) -> JSON {
+    package static func fieldsJSON(_ fields: [String: FieldValue], numbersAsStrings: Bool = false) -> JSON {
         .object(fields.mapValues { $0.wireJSON(numbersAsStrings: numbersAsStrings) })
     }
 
     /// The text of ``fieldsJSON(_:numbersAsStrings:)`` serialized (members in sorted key
     /// order), written directly: this is what the store keeps for every record it writes.
-    public static func fieldsJSONText(_ fields: [String: FieldValue], numbersAsStrings: Bool = false) -> String {
+    package static func fieldsJSONText(_ fields: [String: FieldValue], numbersAsStrings: Bool = false) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(64 * fields.count + 2)
         out.append(UInt8(ascii: "{"))
@@ -87,7 +87,7 @@ extension Record {
     /// Decodes stored fields one at a time: a field that does not decode (a value an older
     /// release let in, such as a DOUBLE stored as `null`) is left out and named in
     /// `skipped`, so one bad value costs that field of that record, never the read it is in.
-    public static func fields(fromStored json: JSON) -> (fields: [String: FieldValue], skipped: [(name: String, error: CloudKitError)]) {
+    package static func fields(fromStored json: JSON) -> (fields: [String: FieldValue], skipped: [(name: String, error: CloudKitError)]) {
         var fields: [String: FieldValue] = [:]
         var skipped: [(name: String, error: CloudKitError)] = []
         let fieldsReader = WireReader(json, path: "fields")
@@ -105,7 +105,7 @@ extension Record {
     }
 
     /// Decodes a fields object as written by ``fieldsJSON(_:numbersAsStrings:)``.
-    public static func fields(fromWire json: JSON) throws(CloudKitError) -> [String: FieldValue] {
+    package static func fields(fromWire json: JSON) throws(CloudKitError) -> [String: FieldValue] {
         var fields: [String: FieldValue] = [:]
         let fieldsReader = WireReader(json, path: "fields")
         for (name, value) in try fieldsReader.object() {

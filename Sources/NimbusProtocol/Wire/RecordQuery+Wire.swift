@@ -1,6 +1,6 @@
 extension RecordQuery {
     /// Decodes a query dictionary `{recordType, filterBy?, sortBy?}`.
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         _ = try reader.object()
         let recordType = try reader.required("recordType").string()
         guard !recordType.isEmpty else { throw .badRequest("'\(reader.path).recordType' must not be empty") }
@@ -16,7 +16,7 @@ extension RecordQuery {
     }
 
     /// The query dictionary.
-    public var wireJSON: JSON {
+    package var wireJSON: JSON {
         var members: [String: JSON] = ["recordType": .string(recordType)]
         if !filters.isEmpty { members["filterBy"] = .array(filters.map(\.wireJSON)) }
         if !sorts.isEmpty { members["sortBy"] = .array(sorts.map(\.wireJSON)) }
@@ -27,7 +27,7 @@ extension RecordQuery {
 extension QueryFilter.Target {
     /// The field names that also mean ``searchableFields`` in a token search: `___all` (the
     /// name of CloudKit's all-text index) and `allTokens`.
-    public static let searchableFieldsNames: Set<String> = ["___all", "allTokens"]
+    package static let searchableFieldsNames: Set<String> = ["___all", "allTokens"]
 
     /// Reads `fieldName` or `systemFieldName` (exactly one); a token search may give neither,
     /// or a name of ``searchableFieldsNames``, to search every string field (`searchableFields`).
@@ -66,7 +66,7 @@ extension QueryFilter.Target {
 
 extension QueryFilter {
     /// Decodes a filter dictionary `{comparator, fieldName | systemFieldName, fieldValue, distance?}`.
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         _ = try reader.object()
         let name = try reader.required("comparator").string()
         guard let comparator = Comparator(rawValue: name.uppercased()) else {
@@ -95,7 +95,7 @@ extension QueryFilter {
     }
 
     /// The filter dictionary.
-    public var wireJSON: JSON {
+    package var wireJSON: JSON {
         var members: [String: JSON] = ["comparator": .string(comparator.rawValue), "fieldValue": value.wireJSON()]
         target.write(into: &members)
         if let distance { members["distance"] = .double(distance) }
@@ -105,7 +105,7 @@ extension QueryFilter {
 
 extension QuerySort {
     /// Decodes a sort dictionary `{fieldName | systemFieldName, ascending?, relativeLocation?}`.
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         _ = try reader.object()
         let target = try QueryFilter.Target(wire: reader)
         let location = try reader.optional("relativeLocation").map { r throws(CloudKitError) in
@@ -120,7 +120,7 @@ extension QuerySort {
     }
 
     /// The sort dictionary.
-    public var wireJSON: JSON {
+    package var wireJSON: JSON {
         var members: [String: JSON] = ["ascending": .bool(ascending)]
         target.write(into: &members)
         if let relativeLocation { members["relativeLocation"] = FieldValue.location(relativeLocation).wireJSON() }

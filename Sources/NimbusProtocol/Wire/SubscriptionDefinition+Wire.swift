@@ -2,7 +2,7 @@ extension SubscriptionDefinition {
     /// Decodes a subscription dictionary, checking it as CloudKit does: a zone subscription
     /// names its zone and has no `desiredKeys`; a query subscription has a query with a
     /// record type and at least one `firesOn` event.
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         _ = try reader.object()
         let subscriptionID = try reader.required("subscriptionID").string()
         guard !subscriptionID.isEmpty, subscriptionID.utf8.count <= 255 else {
@@ -68,7 +68,7 @@ extension SubscriptionDefinition {
     }
 
     /// The subscription dictionary. Zone IDs carry `zoneOwner` as their owner.
-    public func wireJSON(zoneOwner: String?) -> JSON {
+    package func wireJSON(zoneOwner: String?) -> JSON {
         var members: [String: JSON] = [
             "subscriptionID": .string(subscriptionID),
             "subscriptionType": .string(typeName),
@@ -95,7 +95,7 @@ extension SubscriptionDefinition {
 
 extension NotificationInfo {
     /// Decodes a notification info dictionary.
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         _ = try reader.object()
         self.init(
             alertBody: try reader.optionalString("alertBody"),
@@ -113,7 +113,7 @@ extension NotificationInfo {
     }
 
     /// The notification info dictionary.
-    public var wireJSON: JSON {
+    package var wireJSON: JSON {
         var members: [String: JSON] = [
             "shouldBadge": .bool(shouldBadge), "shouldSendContentAvailable": .bool(shouldSendContentAvailable),
         ]

@@ -3,14 +3,14 @@
 ///
 /// The path is kept as a chain of steps and only spelled out when an error needs it, so
 /// reading a large valid body builds no path strings.
-public struct WireReader: Sendable {
-    public let json: JSON
+package struct WireReader: Sendable {
+    package let json: JSON
     private let location: Location
 
     /// Where the value sits in the body, e.g. `operations[2].record`.
-    public var path: String { location.path }
+    package var path: String { location.path }
 
-    public init(_ json: JSON, path: String = "") {
+    package init(_ json: JSON, path: String = "") {
         self.json = json
         self.location = .text(path)
     }
@@ -43,17 +43,17 @@ public struct WireReader: Sendable {
     }
 
     /// A reader for `value` at `path.key` (the dot is written even when this path is empty).
-    public func reader(for value: JSON, member key: String) -> WireReader {
+    package func reader(for value: JSON, member key: String) -> WireReader {
         WireReader(value, location: .dotted(location, key))
     }
 
     /// A reader for `value` at `path[index]`.
-    public func reader(for value: JSON, element index: Int) -> WireReader {
+    package func reader(for value: JSON, element index: Int) -> WireReader {
         WireReader(value, location: .element(location, index))
     }
 
     /// The body as an object, or a BAD_REQUEST naming where an object was expected.
-    public func object() throws(CloudKitError) -> [String: JSON] {
+    package func object() throws(CloudKitError) -> [String: JSON] {
         guard let members = json.object else {
             throw .badRequest("\(describe(path)) must be an object, got \(json.kindName)")
         }
@@ -73,28 +73,28 @@ public struct WireReader: Sendable {
     }
 
     /// A member reader; `nil` when the member is absent or null.
-    public func optional(_ key: String) throws(CloudKitError) -> WireReader? {
+    package func optional(_ key: String) throws(CloudKitError) -> WireReader? {
         guard let value = try member(key) else { return nil }
         return WireReader(value, location: .member(location, key))
     }
 
     /// A member reader for a required member.
-    public func required(_ key: String) throws(CloudKitError) -> WireReader {
+    package func required(_ key: String) throws(CloudKitError) -> WireReader {
         guard let reader = try optional(key) else { throw .badRequest("'\(child(key))' is required") }
         return reader
     }
 
-    public func string() throws(CloudKitError) -> String {
+    package func string() throws(CloudKitError) -> String {
         guard let value = json.string else { throw .badRequest("'\(path)' must be a string, got \(json.kindName)") }
         return value
     }
 
-    public func bool() throws(CloudKitError) -> Bool {
+    package func bool() throws(CloudKitError) -> Bool {
         guard let value = json.bool else { throw .badRequest("'\(path)' must be a boolean, got \(json.kindName)") }
         return value
     }
 
-    public func int() throws(CloudKitError) -> Int64 {
+    package func int() throws(CloudKitError) -> Int64 {
         guard let value = json.int64 else {
             throw .badRequest("'\(path)' must be an integer in the 64-bit range, got \(json.kindName)")
         }
@@ -103,7 +103,7 @@ public struct WireReader: Sendable {
 
     /// A finite double. NaN, the infinities and literals beyond a double's range (`1e309`) are
     /// refused: JSON cannot carry them back, so a stored one could never be read again.
-    public func double() throws(CloudKitError) -> Double {
+    package func double() throws(CloudKitError) -> Double {
         guard let value = json.double else { throw .badRequest("'\(path)' must be a number, got \(json.kindName)") }
         guard value.isFinite else {
             throw .badRequest(
@@ -113,7 +113,7 @@ public struct WireReader: Sendable {
         return value
     }
 
-    public func array() throws(CloudKitError) -> [WireReader] {
+    package func array() throws(CloudKitError) -> [WireReader] {
         guard let elements = json.array else { throw .badRequest("'\(path)' must be an array, got \(json.kindName)") }
         var readers: [WireReader] = []
         readers.reserveCapacity(elements.count)
@@ -123,7 +123,7 @@ public struct WireReader: Sendable {
         return readers
     }
 
-    public func stringArray() throws(CloudKitError) -> [String] {
+    package func stringArray() throws(CloudKitError) -> [String] {
         var result: [String] = []
         for element in try array() { result.append(try element.string()) }
         return result
@@ -131,25 +131,25 @@ public struct WireReader: Sendable {
 
     // Convenience for optional scalars. The common case (present, of the right type) reads
     // the value directly; the member reader (and its path) is made only to report an error.
-    public func optionalString(_ key: String) throws(CloudKitError) -> String? {
+    package func optionalString(_ key: String) throws(CloudKitError) -> String? {
         guard let value = try member(key) else { return nil }
         if case .string(let text) = value { return text }
         return try WireReader(value, location: .member(location, key)).string()
     }
 
-    public func optionalBool(_ key: String) throws(CloudKitError) -> Bool? {
+    package func optionalBool(_ key: String) throws(CloudKitError) -> Bool? {
         guard let value = try member(key) else { return nil }
         if let flag = value.bool { return flag }
         return try WireReader(value, location: .member(location, key)).bool()
     }
 
-    public func optionalInt(_ key: String) throws(CloudKitError) -> Int64? {
+    package func optionalInt(_ key: String) throws(CloudKitError) -> Int64? {
         guard let value = try member(key) else { return nil }
         if let number = value.int64 { return number }
         return try WireReader(value, location: .member(location, key)).int()
     }
 
-    public func optionalStringArray(_ key: String) throws(CloudKitError) -> [String]? {
+    package func optionalStringArray(_ key: String) throws(CloudKitError) -> [String]? {
         try optional(key)?.stringArray()
     }
 }

@@ -1,6 +1,6 @@
 extension ZoneID {
     /// Decodes `{zoneName, ownerRecordName | ownerName}`.
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         let zoneName = try reader.required("zoneName").string()
         guard !zoneName.isEmpty else { throw .badRequest("'\(reader.path).zoneName' must not be empty") }
         var owner = try reader.optionalString("ownerRecordName")
@@ -9,7 +9,7 @@ extension ZoneID {
     }
 
     /// `{zoneName, ownerRecordName}`.
-    public var wireJSON: JSON {
+    package var wireJSON: JSON {
         var members: [String: JSON] = ["zoneName": .string(zoneName)]
         if let ownerRecordName { members["ownerRecordName"] = .string(ownerRecordName) }
         return .object(members)

@@ -17,7 +17,7 @@ import NimbusProtocol
 /// - the *zone closing*, `,"zoneID":{…}}`, added by the reader.
 extension StoredRecord {
     /// The record's first members, up to its fields (a tombstone: all its members but the zone).
-    public var wireHead: String {
+    package var wireHead: String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(160)
         if deleted {
@@ -32,7 +32,7 @@ extension StoredRecord {
     }
 
     /// The members between the fields and the zone (empty for a tombstone).
-    public var wireTail: String {
+    package var wireTail: String {
         guard !deleted else { return "" }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(200)
@@ -48,7 +48,7 @@ extension StoredRecord {
     }
 
     /// Appends the record's response dictionary, closed by `zoneClosing` (`,"zoneID":{…}}`).
-    public func appendWritten(closedBy zoneClosing: String, to text: inout String) {
+    package func appendWritten(closedBy zoneClosing: String, to text: inout String) {
         text.append(wireHead)
         if !deleted {
             text.append(servableFieldsJSON)
@@ -62,7 +62,7 @@ extension StoredRecord {
     /// `null` (a non-finite double is written as a string, which the door refuses), so only
     /// fields texts containing the bytes `null` — a value an older release let in, or a
     /// string that happens to contain the word — are decoded and written again.
-    public var servableFieldsJSON: String {
+    package var servableFieldsJSON: String {
         guard Self.mayHoldNull(fieldsJSON) else { return fieldsJSON }
         return Record.fieldsJSONText(fields())
     }
@@ -87,7 +87,7 @@ extension StoredRecord {
     }
 
     /// Records as a JSON array of response dictionaries, each closed by `zoneClosing`.
-    public static func writtenArray(_ records: [StoredRecord], closedBy zoneClosing: String) -> String {
+    package static func writtenArray(_ records: [StoredRecord], closedBy zoneClosing: String) -> String {
         var text = ""
         text.reserveCapacity(records.reduce(2) { $0 + $1.fieldsJSON.utf8.count + 300 + zoneClosing.utf8.count })
         text.append("[")
@@ -100,7 +100,7 @@ extension StoredRecord {
     }
 
     /// `{deviceID?, timestamp, userRecordName?}`, as the object form serializes a stamp.
-    public static func writeStamp(_ stamp: RecordStamp, into out: inout [UInt8]) {
+    package static func writeStamp(_ stamp: RecordStamp, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
         if let device = stamp.deviceID {
             out.append(contentsOf: #""deviceID":"#.utf8)
