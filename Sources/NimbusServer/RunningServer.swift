@@ -57,21 +57,24 @@ public final class RunningServer: Sendable {
         logger: Logger = Logger(label: "nimbus"),
         delivery: @Sendable (PushHub) -> any PushDelivery = { $0 }
     ) async throws -> RunningServer {
-        let store = try await configuration.storage.open(logger: logger)
+        let store = try await configuration.storage.open(logger: logger, clock: configuration.clock)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let hub = PushHub()
         let api = CloudKitAPI(
             store: store, accounts: store, notifications: store, delivery: delivery(hub),
-            schemas: SchemaRegistry(store: store))
-        let authenticator = Authenticator(accounts: store, signatureWindow: configuration.signatureWindow)
+            schemas: SchemaRegistry(store: store), clock: configuration.clock)
+        let authenticator = Authenticator(
+            accounts: store, signatureWindow: configuration.signatureWindow, clock: configuration.clock)
         let responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,
             publicBaseURL: configuration.push.publicBaseURL)
         let router = Routes.build(responder: responder)
         let pushChannel = PushChannel(
-            hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger)
+            hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger,
+            clock: configuration.clock)
         PushRoutes.add(
-            to: router, channel: pushChannel, courier: WebCourier(hub: hub, store: store, settings: configuration.push))
+            to: router, channel: pushChannel,
+            courier: WebCourier(hub: hub, store: store, settings: configuration.push, clock: configuration.clock))
         let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
         let limiter = ConnectionLimiter(limit: configuration.connections.maxConnectionsPerAddress)
         let app = Application(
@@ -89,7 +92,7 @@ public final class RunningServer: Sendable {
             logger: logger)
         let compactor = CompactionService(
             store: store, retention: configuration.tombstoneRetention, interval: configuration.compactionInterval,
-            logger: logger, notifications: store)
+            logger: logger, notifications: store, clock: configuration.clock)
         let sweeper = PushSweeper(hub: hub, settings: configuration.push)
         let relay = RemoteNotificationRelay(store: store, hub: hub, logger: logger)
         let group = ServiceGroup(
@@ -129,9 +132,10 @@ public final class RunningServer: Sendable {
         try await runTask.value
     }
 
-    /// Runs one compaction pass now with the configured retention.
+    /// Runs one compaction pass now (by the configured clock) with the configured retention.
     @discardableResult
     public func compactNow() async throws -> CompactionReport {
-        try await store.compact(retentionMillis: configuration.tombstoneRetention.milliseconds, now: CloudKitAPI.now())
+        try await store.compact(
+            retentionMillis: configuration.tombstoneRetention.milliseconds, now: configuration.clock.nowMillis())
     }
 }

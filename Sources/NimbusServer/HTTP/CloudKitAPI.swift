@@ -12,6 +12,8 @@ struct CloudKitAPI: Sendable {
     let delivery: any PushDelivery
     /// The schemas of container environments: checked on saves and queries.
     let schemas: SchemaRegistry
+    /// The time of day of write policies and push tokens.
+    let clock: WallClock
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {
@@ -40,7 +42,8 @@ struct CloudKitAPI: Sendable {
         }
     }
 
-    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    /// Milliseconds since the epoch, by the server's clock.
+    func now() -> Int64 { clock.nowMillis() }
 }
 
 import Foundation
