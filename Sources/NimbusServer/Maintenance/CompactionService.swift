@@ -11,7 +11,7 @@ struct CompactionService: Service {
     /// Whose notification collection to compact with the same retention.
     var notifications: (any NotificationStore)? = nil
     /// What "older than the retention" is measured from.
-    var clock: WallClock = .system
+    let clock: WallClock
 
     func run() async throws {
         // Graceful shutdown cancels the sleep; that is a normal end, not a failure.
