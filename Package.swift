@@ -49,6 +49,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Stored values that no longer decode are logged, not thrown.
                 .product(name: "Logging", package: "swift-log"),
+                // The time a `ManualWallClock` holds, behind a lock.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -253,6 +255,9 @@ let package = Package(
             name: "NimbusStoreTests",
             dependencies: [
                 "NimbusProtocol", "NimbusStore",
+                // The store's behaviour tests run on both engines.
+                "NimbusPostgres",
+                .product(name: "Logging", package: "swift-log"),
                 // Holding statements in a connection's trace hook (SQLiteReadThreadTests).
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

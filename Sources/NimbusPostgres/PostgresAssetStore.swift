@@ -50,7 +50,7 @@ public struct PostgresAssetStore: AssetStore {
             try await store.rows(
                 """
                 INSERT INTO asset_chunks (blob, start, bytes, written_at)
-                VALUES (\(blob), \(written), \(ByteBuffer(bytes: pending)), \(PostgresStore.nowMillis()))
+                VALUES (\(blob), \(written), \(ByteBuffer(bytes: pending)), \(store.clock.nowMillis()))
                 """)
             written += Int64(pending.count)
             pending.removeAll(keepingCapacity: true)
@@ -80,7 +80,7 @@ public struct PostgresAssetStore: AssetStore {
 
     public func commitUpload(_ id: String, as key: AssetBlobKey) async throws {
         let blob = key.description
-        let now = PostgresStore.nowMillis()
+        let now = store.clock.nowMillis()
         try await store.transaction { transaction in
             try await transaction.rows("DELETE FROM asset_chunks WHERE blob = \(blob)")
             try await transaction.rows(

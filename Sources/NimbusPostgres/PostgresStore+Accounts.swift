@@ -8,16 +8,17 @@ extension PostgresStore: AccountStore {
             throw AccountError("a container identifier uses letters, digits, '.', '-' and '_' (e.g. iCloud.com.example.app)")
         }
         return try await transaction { transaction in
+            let now = self.clock.nowMillis()
             let created = try await transaction.rows(
                 """
-                INSERT INTO containers (id, created_at) VALUES (\(identifier), \(Self.nowMillis()))
+                INSERT INTO containers (id, created_at) VALUES (\(identifier), \(now))
                 ON CONFLICT DO NOTHING RETURNING id
                 """)
             guard !created.isEmpty else {
                 throw AccountError(
                     "container \(identifier) already exists; use `nimbus token create --container \(identifier)` for another API token")
             }
-            return try await issue(transaction, kind: .api, container: identifier, user: nil)
+            return try await issue(transaction, kind: .api, container: identifier, user: nil, now: now)
         }
     }
 
@@ -28,7 +29,7 @@ extension PostgresStore: AccountStore {
     public func createAPIToken(container: String) async throws -> IssuedToken {
         try await transaction { transaction in
             try await requireContainer(transaction, container)
-            return try await issue(transaction, kind: .api, container: container, user: nil)
+            return try await issue(transaction, kind: .api, container: container, user: nil, now: self.clock.nowMillis())
         }
     }
 
@@ -37,13 +38,14 @@ extension PostgresStore: AccountStore {
     ) async throws -> IssuedToken {
         guard !name.isEmpty else { throw AccountError("a user needs a name") }
         return try await transaction { transaction in
+            let now = self.clock.nowMillis()
             try await requireContainer(transaction, container)
             // CloudKit user record names start with '_' and differ per container.
             try await transaction.rows(
                 """
                 WITH upserted AS (
                     INSERT INTO users (name, email, first_name, last_name, created_at)
-                    VALUES (\(name), \(email), \(firstName), \(lastName), \(Self.nowMillis()))
+                    VALUES (\(name), \(email), \(firstName), \(lastName), \(now))
                     ON CONFLICT (name) DO UPDATE SET
                         email = COALESCE(EXCLUDED.email, users.email),
                         first_name = COALESCE(EXCLUDED.first_name, users.first_name),
@@ -54,7 +56,7 @@ extension PostgresStore: AccountStore {
                 ON CONFLICT (user_name, container) DO NOTHING
                 """)
             let user = try await identity(transaction, userName: name, container: container)
-            return try await issue(transaction, kind: .webAuth, container: container, user: user)
+            return try await issue(transaction, kind: .webAuth, container: container, user: user, now: now)
         }
     }
 
@@ -83,7 +85,7 @@ extension PostgresStore: AccountStore {
     public func revokeToken(_ token: String) async throws -> Bool {
         try await !rows(
             """
-            UPDATE tokens SET revoked_at = \(Self.nowMillis()) WHERE token = \(token) AND revoked_at IS NULL
+            UPDATE tokens SET revoked_at = \(clock.nowMillis()) WHERE token = \(token) AND revoked_at IS NULL
             RETURNING token
             """
         ).isEmpty
@@ -96,7 +98,7 @@ extension PostgresStore: AccountStore {
                 try await transaction.rows(
                     """
                     INSERT INTO server_keys (key_id, container, public_key_pem, created_at)
-                    VALUES (\(keyID), \(container), \(publicKeyPEM), \(Self.nowMillis()))
+                    VALUES (\(keyID), \(container), \(publicKeyPEM), \(clock.nowMillis()))
                     """)
             } catch where Self.isUniqueViolation(error) {
                 throw AccountError("a server-to-server key with ID \(keyID) already exists")
@@ -117,7 +119,7 @@ extension PostgresStore: AccountStore {
     public func revokeServerKey(keyID: String) async throws -> Bool {
         try await !rows(
             """
-            UPDATE server_keys SET revoked_at = \(Self.nowMillis()) WHERE key_id = \(keyID) AND revoked_at IS NULL
+            UPDATE server_keys SET revoked_at = \(clock.nowMillis()) WHERE key_id = \(keyID) AND revoked_at IS NULL
             RETURNING key_id
             """
         ).isEmpty
@@ -211,11 +213,11 @@ extension PostgresStore {
         }
     }
 
-    func issue(_ transaction: Transaction, kind: IssuedToken.Kind, container: String, user: UserIdentity?)
+    /// Issues a token created at `now`.
+    func issue(_ transaction: Transaction, kind: IssuedToken.Kind, container: String, user: UserIdentity?, now: Int64)
         async throws -> IssuedToken
     {
         let token = RandomToken.hex()
-        let now = Self.nowMillis()
         try await transaction.rows(
             """
             INSERT INTO tokens (token, kind, container, user_name, created_at)

@@ -51,8 +51,13 @@ extension PostgresStore {
                     try await transaction.rows(PostgresQuery(unsafeSQL: statement))
                 }
                 if let step = migration.step { try await step(self, transaction) }
+                // When the database's schema really changed, for operators reading the table:
+                // the system clock, not the injected one (no behaviour depends on it).
                 try await transaction.rows(
-                    "INSERT INTO nimbus_schema_version (version, applied_at) VALUES (\(migration.version), \(Self.nowMillis()))")
+                    """
+                    INSERT INTO nimbus_schema_version (version, applied_at)
+                    VALUES (\(migration.version), \(WallClock.system.nowMillis()))
+                    """)
                 self.logger.info("postgres schema migrated", metadata: ["version": "\(migration.version)"])
             }
         }

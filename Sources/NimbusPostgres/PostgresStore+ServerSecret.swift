@@ -13,7 +13,7 @@ extension PostgresStore {
         try await rows(
             """
             INSERT INTO server_secrets (name, secret, created_at)
-            VALUES (\(Self.changeTokenSecretName), \(ByteBuffer(bytes: candidate)), \(Self.nowMillis()))
+            VALUES (\(Self.changeTokenSecretName), \(ByteBuffer(bytes: candidate)), \(clock.nowMillis()))
             ON CONFLICT (name) DO NOTHING
             """)
         let stored = try await rows(

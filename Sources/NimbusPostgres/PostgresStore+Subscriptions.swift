@@ -62,7 +62,7 @@ extension PostgresStore: NotificationStore {
                     """
                     WITH saved AS (
                         INSERT INTO subscriptions (db, owner, id, kind, zone, record_type, definition, created_at)
-                        SELECT \(dbID), \(owner), t.*, \(Self.nowMillis()) FROM unnest(
+                        SELECT \(dbID), \(owner), t.*, \(self.clock.nowMillis()) FROM unnest(
                             \(saves.map(\.subscriptionID))::text[], \(saves.map(\.typeName))::text[],
                             \(NullableArray(saves.map(\.zoneName)))::text[], \(NullableArray(saves.map(\.recordType)))::text[],
                             \(saves.map { $0.wireJSON(zoneOwner: nil).serialized() })::text[]) AS t

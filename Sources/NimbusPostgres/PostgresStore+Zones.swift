@@ -55,7 +55,7 @@ extension PostgresStore {
                 let zone = try columns.zone()
                 zones[zone.zoneName] = zone
             }
-            let now = Self.nowMillis()
+            let now = self.clock.nowMillis()
             var change = ZoneChangeSet(zones: zones, version: firstVersion - 1, now: now)
             let results = operations.map { change.apply($0) }
             guard !change.touched.isEmpty else {

@@ -55,7 +55,7 @@ import PostgresNIO
 /// listens on that channel and yields what other nodes committed.
 ///
 /// ## Topics
-/// - ``open(url:schema:maximumConnections:random:logger:)``
+/// - ``open(url:schema:maximumConnections:random:clock:logger:)``
 /// - ``shutdown()``
 /// - ``remoteNotifications()``
 /// - ``PostgresStoreError``
@@ -70,13 +70,15 @@ public final class PostgresStore: Sendable {
     public let nodeID: UUID
     /// The LISTEN/NOTIFY channel of ``schema``.
     let channel: String
+    /// What the store stamps rows with: zones' deletion, tokens, keys, subscriptions.
+    public let clock: WallClock
     private let state = NIOLockedValueBox(State())
 
     private struct State {
         var runTask: Task<Void, Never>?
         var listeners: [UUID: Task<Void, Never>] = [:]
         var closed = false
-        /// Set by ``open(url:schema:maximumConnections:random:logger:)`` once the schema is migrated.
+        /// Set by ``open(url:schema:maximumConnections:random:clock:logger:)`` once the schema is migrated.
         var changeTokens: ChangeTokens?
     }
 
@@ -90,9 +92,10 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    private init(client: PostgresClient, schema: String, logger: Logger) {
+    private init(client: PostgresClient, schema: String, clock: WallClock, logger: Logger) {
         self.client = client
         self.schema = schema
+        self.clock = clock
         self.logger = logger
         self.nodeID = UUID()
         self.channel = Self.channelName(schema: schema)
@@ -112,10 +115,11 @@ public final class PostgresStore: Sendable {
     ///     and `_`, starting with a letter or `_`, at most 63 characters.
     ///   - maximumConnections: the size of the connection pool.
     ///   - random: where the server secret comes from when the database has none yet.
+    ///   - clock: the time of day the store stamps rows with (``WallClock/system`` by default).
     ///   - logger: where the store and the PostgreSQL driver log.
     public static func open(
         url: String, schema: String = "public", maximumConnections: Int = 12,
-        random: any RandomNumberGenerator = SystemRandomNumberGenerator(), logger: Logger
+        random: any RandomNumberGenerator = SystemRandomNumberGenerator(), clock: WallClock = .system, logger: Logger
     ) async throws -> PostgresStore {
         try validate(schema: schema)
         var configuration = try PostgresURL.configuration(from: url)
@@ -124,7 +128,7 @@ public final class PostgresStore: Sendable {
         configuration.options.minimumConnections = 1
         let store = PostgresStore(
             client: PostgresClient(configuration: configuration, backgroundLogger: logger), schema: schema,
-            logger: logger)
+            clock: clock, logger: logger)
         store.state.withLockedValue { $0.runTask = store.startClient() }
         var random = random
         let candidate = ChangeTokens.newSecret(using: &random)
@@ -204,9 +208,6 @@ public final class PostgresStore: Sendable {
                     + "at most 63 characters")
         }
     }
-
-    /// Milliseconds since the epoch.
-    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 }
 
 extension PostgresStore: NimbusStorage {

@@ -59,16 +59,17 @@ public final class RunningServer: Sendable {
         logger: Logger = Logger(label: "nimbus"),
         delivery: @Sendable (PushHub) -> any PushDelivery = { $0 }
     ) async throws -> RunningServer {
-        let store = try await configuration.storage.open(logger: logger)
+        let store = try await configuration.storage.open(logger: logger, clock: configuration.clock)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let hub = PushHub()
         let assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
         let links = AssetLinks(tokens: try store.changeTokens)
         var api = CloudKitAPI(
             store: store, accounts: store, notifications: store, delivery: delivery(hub),
-            schemas: SchemaRegistry(store: store), assets: store)
+            schemas: SchemaRegistry(store: store), assets: store, clock: configuration.clock)
         api.assetSettings = configuration.assets
-        let authenticator = Authenticator(accounts: store, signatureWindow: configuration.signatureWindow)
+        let authenticator = Authenticator(
+            accounts: store, signatureWindow: configuration.signatureWindow, clock: configuration.clock)
         let responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,
             publicBaseURL: configuration.push.publicBaseURL, assetLinks: links,
@@ -77,11 +78,14 @@ public final class RunningServer: Sendable {
         AssetRoutes.add(
             to: router,
             transfer: AssetTransfer(
-                metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, logger: logger))
+                metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, logger: logger),
+            clock: configuration.clock)
         let pushChannel = PushChannel(
-            hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger)
+            hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger,
+            clock: configuration.clock)
         PushRoutes.add(
-            to: router, channel: pushChannel, courier: WebCourier(hub: hub, store: store, settings: configuration.push))
+            to: router, channel: pushChannel,
+            courier: WebCourier(hub: hub, store: store, settings: configuration.push, clock: configuration.clock))
         let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
         let limiter = ConnectionLimiter(limit: configuration.connections.maxConnectionsPerAddress)
         let app = Application(
@@ -99,9 +103,11 @@ public final class RunningServer: Sendable {
             logger: logger)
         let compactor = CompactionService(
             store: store, retention: configuration.tombstoneRetention, interval: configuration.compactionInterval,
-            logger: logger, notifications: store)
+            logger: logger, notifications: store, clock: configuration.clock)
         let sweeper = PushSweeper(hub: hub, settings: configuration.push)
-        let collector = AssetCollector(metadata: store, bytes: assetBytes, settings: configuration.assets, logger: logger)
+        let collector = AssetCollector(
+            metadata: store, bytes: assetBytes, settings: configuration.assets, logger: logger,
+            clock: configuration.clock)
         let relay = RemoteNotificationRelay(store: store, hub: hub, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
@@ -140,16 +146,17 @@ public final class RunningServer: Sendable {
         try await runTask.value
     }
 
-    /// Runs one asset collection pass at `now` (milliseconds since the epoch; the current
-    /// time by default) with the configured grace period.
+    /// Runs one asset collection pass at `now` (milliseconds since the epoch; the configured
+    /// clock's time by default) with the configured grace period.
     @discardableResult
     public func collectAssetsNow(now: Int64? = nil) async throws -> AssetCollectionReport {
-        try await collector.collect(now: now ?? CloudKitAPI.now())
+        try await collector.collect(now: now ?? configuration.clock.nowMillis())
     }
 
-    /// Runs one compaction pass now with the configured retention.
+    /// Runs one compaction pass now (by the configured clock) with the configured retention.
     @discardableResult
     public func compactNow() async throws -> CompactionReport {
-        try await store.compact(retentionMillis: configuration.tombstoneRetention.milliseconds, now: CloudKitAPI.now())
+        try await store.compact(
+            retentionMillis: configuration.tombstoneRetention.milliseconds, now: configuration.clock.nowMillis())
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusStore
 
 /// How a Nimbus server runs. Every value has a default, so `nimbus serve` needs none.
 public struct ServerConfiguration: Sendable {
@@ -24,6 +25,10 @@ public struct ServerConfiguration: Sendable {
     public var connections = ConnectionSettings()
     /// Assets: the size limit, URL lifetimes, where bytes live, the collector's schedule.
     public var assets = AssetSettings()
+    /// The time of day: records' `created` and `modified` timestamps, the ages compaction
+    /// compares with ``tombstoneRetention``, the window of server-to-server signatures, and
+    /// what the store stamps. The system clock by default; tests set a ``ManualWallClock``.
+    public var clock: WallClock = .system
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

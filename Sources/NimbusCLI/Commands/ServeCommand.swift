@@ -124,7 +124,7 @@ struct CompactCommand: AsyncParsableCommand {
     var tombstoneRetentionDays: Double = 30
 
     func run() async throws {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = WallClock.system.nowMillis()
         let report = try await withStore(data) {
             try await $0.compact(retentionMillis: Int64(tombstoneRetentionDays * 86_400_000), now: now)
         }

@@ -14,13 +14,15 @@ struct AssetCollector: Service {
     let bytes: any AssetStore
     let settings: AssetSettings
     let logger: Logger
+    /// Whose time decides what is older than the grace period.
+    let clock: WallClock
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: settings.collectionInterval)
                 do {
-                    let report = try await collect(now: CloudKitAPI.now())
+                    let report = try await collect(now: clock.nowMillis())
                     if report.blobs + report.uploads > 0 {
                         logger.info("reclaimed \(report.blobs) unreferenced assets and \(report.uploads) uploads")
                     }

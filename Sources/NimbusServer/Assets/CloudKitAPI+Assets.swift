@@ -25,7 +25,7 @@ extension CloudKitAPI {
             throw CloudKitError(
                 .limitExceeded, "\(readers.count) tokens in one request; the limit is \(ProtocolLimits.maxOperations)")
         }
-        let now = Self.now()
+        let now = now()
         let expiresAt = now + assetSettings.uploadLifetime.milliseconds
         var uploads: [AssetUpload] = []
         for reader in readers {

@@ -8,6 +8,8 @@ import NimbusStore
 struct Authenticator: Sendable {
     let accounts: any AccountStore
     let signatureWindow: Duration
+    /// The server's clock, which a signed request's date must be within ``signatureWindow`` of.
+    let clock: WallClock
 
     struct Credentials: Sendable {
         var apiToken: String?
@@ -24,10 +26,10 @@ struct Authenticator: Sendable {
     ///   - body: the body bytes exactly as received.
     func authenticate(
         _ credentials: Credentials, container: String, environment: ContainerEnvironment, scope: DatabaseScope,
-        subpath: String, body: [UInt8], now: Date = Date()
+        subpath: String, body: [UInt8]
     ) async throws -> RequestIdentity {
         try await authenticateHead(
-            credentials, container: container, environment: environment, scope: scope, subpath: subpath, now: now
+            credentials, container: container, environment: environment, scope: scope, subpath: subpath
         ).verified(body: body)
     }
 
@@ -38,14 +40,14 @@ struct Authenticator: Sendable {
     /// ``Pending/verified(body:)``.
     func authenticateHead(
         _ credentials: Credentials, container: String, environment: ContainerEnvironment, scope: DatabaseScope,
-        subpath: String, now: Date = Date()
+        subpath: String
     ) async throws -> Pending {
         var identity = RequestIdentity(
             container: container, environment: environment, scope: scope, user: nil, serverKeyID: nil,
             deviceID: try Self.checkedDeviceID(credentials.deviceID))
 
         if let keyID = credentials.keyID {
-            let check = try await signatureCheck(credentials, keyID: keyID, container: container, subpath: subpath, now: now)
+            let check = try await signatureCheck(credentials, keyID: keyID, container: container, subpath: subpath)
             guard scope == .public else {
                 throw CloudKitError(
                     .accessDenied, "server-to-server keys reach the public database only; use a web auth token for private data")
@@ -129,7 +131,7 @@ struct Authenticator: Sendable {
     /// Checks a server-to-server request's headers, key and date; the signature's bytes are
     /// checked over the body later.
     private func signatureCheck(
-        _ credentials: Credentials, keyID: String, container: String, subpath: String, now: Date
+        _ credentials: Credentials, keyID: String, container: String, subpath: String
     ) async throws -> SignatureCheck {
         guard let dateText = credentials.signatureDate, let signatureText = credentials.signature else {
             throw CloudKitError(
@@ -147,7 +149,7 @@ struct Authenticator: Sendable {
                 .authenticationFailed, "X-Apple-CloudKit-Request-ISO8601Date '\(dateText)' is not an ISO 8601 date")
         }
         let window = Double(signatureWindow.milliseconds) / 1000
-        guard abs(date.timeIntervalSince(now)) <= window else {
+        guard abs(date.timeIntervalSince(clock.now())) <= window else {
             throw CloudKitError(
                 .authenticationFailed,
                 "the request date \(dateText) is more than \(Int(window)) s from the server's clock; sign it again")

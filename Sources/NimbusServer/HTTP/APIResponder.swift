@@ -111,7 +111,7 @@ struct APIResponder: Sendable {
             operation: operation, identity: identity, body: body,
             numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false,
             origin: RequestOrigin.of(request, configured: publicBaseURL), assetLinks: assetLinks,
-            assetDownloadLifetime: assetDownloadLifetime, now: CloudKitAPI.now())
+            assetDownloadLifetime: assetDownloadLifetime, now: api.now())
         let result = try await api.handle(call)
         return Self.jsonResponse(result)
     }

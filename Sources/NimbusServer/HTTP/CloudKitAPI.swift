@@ -16,6 +16,8 @@ struct CloudKitAPI: Sendable {
     let assets: any AssetMetadataStore
     /// Upload and download lifetimes.
     var assetSettings = AssetSettings()
+    /// The time of day of write policies and push tokens.
+    let clock: WallClock
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {
@@ -45,7 +47,8 @@ struct CloudKitAPI: Sendable {
         }
     }
 
-    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    /// Milliseconds since the epoch, by the server's clock.
+    func now() -> Int64 { clock.nowMillis() }
 }
 
 import Foundation

@@ -10,6 +10,8 @@ struct CompactionService: Service {
     let logger: Logger
     /// Whose notification collection to compact with the same retention.
     var notifications: (any NotificationStore)? = nil
+    /// What "older than the retention" is measured from.
+    let clock: WallClock
 
     func run() async throws {
         // Graceful shutdown cancels the sleep; that is a normal end, not a failure.
@@ -17,14 +19,14 @@ struct CompactionService: Service {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
                 do {
-                    let report = try await store.compact(retentionMillis: retention.milliseconds, now: CloudKitAPI.now())
+                    let report = try await store.compact(retentionMillis: retention.milliseconds, now: clock.nowMillis())
                     if report.tombstonesRemoved + report.zonesRemoved > 0 {
                         logger.info(
                             "compacted \(report.tombstonesRemoved) tombstones and \(report.zonesRemoved) deleted zones")
                     }
                     if let notifications {
                         let removed = try await notifications.compactNotifications(
-                            retentionMillis: retention.milliseconds, now: CloudKitAPI.now())
+                            retentionMillis: retention.milliseconds, now: clock.nowMillis())
                         if removed > 0 { logger.info("removed \(removed) expired notifications") }
                     }
                 } catch {

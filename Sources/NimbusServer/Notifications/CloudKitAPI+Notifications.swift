@@ -51,7 +51,7 @@ extension CloudKitAPI {
         let recipient = try Self.recipient(call)
         let apnsEnvironment = try Self.apnsEnvironment(call, required: false)
         let token = try await notifications.createPushToken(
-            for: recipient, apnsEnvironment: apnsEnvironment, now: Self.now())
+            for: recipient, apnsEnvironment: apnsEnvironment, now: now())
         return .object([
             "apnsEnvironment": .string(token.apnsEnvironment),
             "apnsToken": .string(token.token),
@@ -70,7 +70,7 @@ extension CloudKitAPI {
             throw CloudKitError.badRequest("'apnsToken' must be 1 to 255 bytes")
         }
         let token = try await notifications.registerPushToken(
-            tokenValue, for: recipient, apnsEnvironment: apnsEnvironment, now: Self.now())
+            tokenValue, for: recipient, apnsEnvironment: apnsEnvironment, now: now())
         return .object(["apnsEnvironment": .string(token.apnsEnvironment), "apnsToken": .string(token.token)])
     }
 

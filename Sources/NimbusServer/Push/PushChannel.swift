@@ -29,6 +29,8 @@ struct PushChannel: Sendable {
     let authenticator: Authenticator
     let settings: PushSettings
     let logger: Logger
+    /// The time of day of device cursors.
+    let clock: WallClock
 
     /// The container and environment of a push channel request target (path and query, as
     /// the request line has it), or `nil` for other targets.
@@ -49,17 +51,17 @@ struct PushChannel: Sendable {
                 // The server is stopping: a retryable refusal (1001), the client comes back later.
                 return .refused(.goingAway, reason: "TRY_AGAIN_LATER: the server is stopping; connect again")
             }
-            let (hub, store) = (hub, store)
+            let (hub, store, clock) = (hub, store, clock)
             channel.closeFuture.whenComplete { _ in
                 connection.finish()
                 Task {
                     await hub.unregister(connection)
                     try? await store.disconnect(
                         device: deviceID, for: recipient, deliveredThrough: connection.deliveredThrough,
-                        now: Self.nowMillis())
+                        now: clock.nowMillis())
                 }
             }
-            if let missed = try await store.catchUp(device: deviceID, for: recipient, now: Self.nowMillis()) {
+            if let missed = try await store.catchUp(device: deviceID, for: recipient, now: clock.nowMillis()) {
                 connection.enqueue(PushFrame(sequence: 0, payload: Self.coalescedPayload(missed)))
             }
             return .accepted(connection)
@@ -138,6 +140,4 @@ struct PushChannel: Sendable {
         }
         return reason
     }
-
-    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 }

@@ -18,6 +18,8 @@ struct WebCourier: Sendable {
     let hub: PushHub
     let store: any NotificationStore
     let settings: PushSettings
+    /// The time of day of device cursors.
+    let clock: WallClock
 
     func poll(token: String) async -> Response {
         do {
@@ -32,11 +34,11 @@ struct WebCourier: Sendable {
             let signal = CourierSignal()
             await hub.addCourier(signal, for: recipient)
             defer { Task { await hub.removeCourier(signal, for: recipient) } }
-            if let missed = try await store.catchUp(device: token, for: recipient, now: PushChannel.nowMillis()) {
+            if let missed = try await store.catchUp(device: token, for: recipient, now: clock.nowMillis()) {
                 return Self.push(missed)
             }
             await signal.wait(timeout: settings.courierTimeout)
-            if let missed = try await store.catchUp(device: token, for: recipient, now: PushChannel.nowMillis()) {
+            if let missed = try await store.catchUp(device: token, for: recipient, now: clock.nowMillis()) {
                 return Self.push(missed)
             }
             return Response(status: .ok, headers: [.cacheControl: "no-store"], body: ResponseBody())

@@ -16,8 +16,8 @@ extension CloudKitAPI {
 
     /// The write policy of the call's database.
     func writePolicy(_ call: APICall) async throws -> WritePolicy {
-        if let access = try await publicAccess(call) { return WritePolicy(publicAccess: access, now: Self.now()) }
-        return WritePolicy(creatorOnlyWrites: false, now: Self.now())
+        if let access = try await publicAccess(call) { return WritePolicy(publicAccess: access, now: now()) }
+        return WritePolicy(creatorOnlyWrites: false, now: now())
     }
 
     /// Whether the caller may read a stored record (tombstones included).

@@ -19,12 +19,13 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
     case postgres(url: String, schema: String = "public")
 
     /// Opens the engine, migrating its schema.
-    public func open(logger: Logger) async throws -> any NimbusStorage {
+    /// - Parameter clock: the time of day the store stamps rows with.
+    public func open(logger: Logger, clock: WallClock = .system) async throws -> any NimbusStorage {
         switch self {
         case .sqlite(let directory):
-            return try SQLiteStore(directory: directory)
+            return try SQLiteStore(directory: directory, clock: clock)
         case .postgres(let url, let schema):
-            return try await PostgresStore.open(url: url, schema: schema, logger: logger)
+            return try await PostgresStore.open(url: url, schema: schema, clock: clock, logger: logger)
         }
     }
 

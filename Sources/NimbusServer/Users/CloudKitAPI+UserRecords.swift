@@ -36,7 +36,7 @@ extension CloudKitAPI {
             type: .create, record: Record(recordName: user.recordName, recordType: Self.userRecordType))
         let outcome = try await store.modifyRecords(
             [creation], zone: ZoneID.defaultZoneName, atomic: false,
-            policy: WritePolicy(creatorOnlyWrites: false, now: Self.now()),
+            policy: WritePolicy(creatorOnlyWrites: false, now: now()),
             caller: Caller(userRecordName: user.recordName), in: call.database)
         if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
         if case .saved(let stored)? = outcome.results.first { return stored }

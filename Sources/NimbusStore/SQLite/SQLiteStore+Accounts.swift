@@ -7,12 +7,13 @@ extension SQLiteStore: AccountStore {
             throw AccountError("a container identifier uses letters, digits, '.', '-' and '_' (e.g. iCloud.com.example.app)")
         }
         return try await pool.write { db in
+            let now = self.clock.nowMillis()
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE id = ?", arguments: [identifier]) == true {
                 throw AccountError("container \(identifier) already exists; use `nimbus token create --container \(identifier)` for another API token")
             }
             try db.execute(
-                sql: "INSERT INTO containers (id, created_at) VALUES (?, ?)", arguments: [identifier, Self.nowMillis()])
-            return try Self.issue(db, kind: .api, container: identifier, user: nil)
+                sql: "INSERT INTO containers (id, created_at) VALUES (?, ?)", arguments: [identifier, now])
+            return try Self.issue(db, kind: .api, container: identifier, user: nil, now: now)
         }
     }
 
@@ -23,7 +24,7 @@ extension SQLiteStore: AccountStore {
     public func createAPIToken(container: String) async throws -> IssuedToken {
         try await pool.write { db in
             try Self.requireContainer(db, container)
-            return try Self.issue(db, kind: .api, container: container, user: nil)
+            return try Self.issue(db, kind: .api, container: container, user: nil, now: self.clock.nowMillis())
         }
     }
 
@@ -32,6 +33,7 @@ extension SQLiteStore: AccountStore {
     ) async throws -> IssuedToken {
         guard !name.isEmpty else { throw AccountError("a user needs a name") }
         return try await pool.write { db in
+            let now = self.clock.nowMillis()
             try Self.requireContainer(db, container)
             try db.execute(
                 sql: """
@@ -41,7 +43,7 @@ extension SQLiteStore: AccountStore {
                         first_name = COALESCE(excluded.first_name, first_name),
                         last_name = COALESCE(excluded.last_name, last_name)
                     """,
-                arguments: [name, email, firstName, lastName, Self.nowMillis()])
+                arguments: [name, email, firstName, lastName, now])
             let existing = try String.fetchOne(
                 db, sql: "SELECT record_name FROM user_identities WHERE user_name = ? AND container = ?",
                 arguments: [name, container])
@@ -52,7 +54,7 @@ extension SQLiteStore: AccountStore {
                     arguments: [name, container, "_" + RandomToken.hex(bytes: 16)])
             }
             let user = try Self.identity(db, userName: name, container: container)
-            return try Self.issue(db, kind: .webAuth, container: container, user: user)
+            return try Self.issue(db, kind: .webAuth, container: container, user: user, now: now)
         }
     }
 
@@ -77,7 +79,7 @@ extension SQLiteStore: AccountStore {
         try await pool.write { db in
             try db.execute(
                 sql: "UPDATE tokens SET revoked_at = ? WHERE token = ? AND revoked_at IS NULL",
-                arguments: [Self.nowMillis(), token])
+                arguments: [self.clock.nowMillis(), token])
             return db.changesCount > 0
         }
     }
@@ -87,7 +89,7 @@ extension SQLiteStore: AccountStore {
             try Self.requireContainer(db, container)
             try db.execute(
                 sql: "INSERT INTO server_keys (key_id, container, public_key_pem, created_at) VALUES (?, ?, ?, ?)",
-                arguments: [keyID, container, publicKeyPEM, Self.nowMillis()])
+                arguments: [keyID, container, publicKeyPEM, self.clock.nowMillis()])
         }
     }
 
@@ -105,7 +107,7 @@ extension SQLiteStore: AccountStore {
         try await pool.write { db in
             try db.execute(
                 sql: "UPDATE server_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
-                arguments: [Self.nowMillis(), keyID])
+                arguments: [self.clock.nowMillis(), keyID])
             return db.changesCount > 0
         }
     }
@@ -211,9 +213,11 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    static func issue(_ db: Database, kind: IssuedToken.Kind, container: String, user: UserIdentity?) throws -> IssuedToken {
+    /// Issues a token created at `now`.
+    static func issue(_ db: Database, kind: IssuedToken.Kind, container: String, user: UserIdentity?, now: Int64) throws
+        -> IssuedToken
+    {
         let token = RandomToken.hex()
-        let now = nowMillis()
         try db.execute(
             sql: "INSERT INTO tokens (token, kind, container, user_name, created_at) VALUES (?, ?, ?, ?, ?)",
             arguments: [token, kind.rawValue, container, user?.name, now])

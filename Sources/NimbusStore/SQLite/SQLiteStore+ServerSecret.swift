@@ -27,13 +27,13 @@ extension SQLiteStore {
     /// The name of the secret that signs sync tokens.
     static let changeTokenSecretName = "change-tokens"
 
-    /// The store's secret for sync tokens: the one in the file, or `candidate` stored now
+    /// The store's secret for sync tokens: the one in the file, or `candidate` stored at `now`
     /// when the file has none.
-    static func changeTokenSecret(_ pool: DatabasePool, candidate: [UInt8]) throws -> [UInt8] {
+    static func changeTokenSecret(_ pool: DatabasePool, candidate: [UInt8], now: Int64) throws -> [UInt8] {
         try pool.write { db in
             try db.execute(
                 sql: "INSERT INTO server_secrets (name, secret, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
-                arguments: [changeTokenSecretName, Data(candidate), nowMillis()])
+                arguments: [changeTokenSecretName, Data(candidate), now])
             guard let secret = try Data.fetchOne(
                 db, sql: "SELECT secret FROM server_secrets WHERE name = ?", arguments: [changeTokenSecretName]),
                 secret.count == ChangeTokens.secretByteCount

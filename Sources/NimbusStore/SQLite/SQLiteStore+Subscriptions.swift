@@ -5,9 +5,10 @@ extension SQLiteStore: NotificationStore {
     public func modifySubscriptions(_ operations: [SubscriptionOperation], owner: String, in database: DatabaseKey)
         async throws -> [SubscriptionResult]
     {
-        try await pool.write { db in
+        let clock = self.clock
+        return try await pool.write { db in
             let (dbID, _) = try Self.ensureDatabase(db, database)
-            let now = Self.nowMillis()
+            let now = clock.nowMillis()
             var seen = Set<String>()
             return try operations.map { operation -> SubscriptionResult in
                 let id = operation.subscriptionID

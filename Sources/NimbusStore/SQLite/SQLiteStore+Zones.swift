@@ -26,13 +26,14 @@ extension SQLiteStore {
     public func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws
         -> ZoneModifyOutcome
     {
-        try await pool.write { db in
+        let clock = self.clock
+        return try await pool.write { db in
             let (dbID, baseVersion) = try Self.ensureDatabase(db, database)
             var version = baseVersion
             var results: [ZoneResult] = []
             var created: [String] = []
             var deleted: [String] = []
-            let now = Self.nowMillis()
+            let now = clock.nowMillis()
             for operation in operations {
                 switch operation {
                 case .create(let name):

@@ -17,18 +17,24 @@ public final class SQLiteStore: Sendable {
     public let path: String
     /// Sync tokens, signed with the secret kept in the file.
     public let changeTokens: ChangeTokens
+    /// What the store stamps rows with: zones' deletion, tokens, keys, subscriptions.
+    public let clock: WallClock
 
     /// Opens (creating if needed) the store at `path` and migrates its schema.
     ///
-    /// - Parameter random: where the server secret comes from when the file has none yet.
-    public convenience init(path: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator()) throws {
-        try self.init(path: path, random: random, preparingEachConnection: nil)
+    /// - Parameters:
+    ///   - random: where the server secret comes from when the file has none yet.
+    ///   - clock: the time of day the store stamps rows with (``WallClock/system`` by default).
+    public convenience init(
+        path: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator(), clock: WallClock = .system
+    ) throws {
+        try self.init(path: path, random: random, clock: clock, preparingEachConnection: nil)
     }
 
     /// Opens the store, running `prepare` on each new connection after the store's own
     /// settings (tests use it to make statements observable).
     init(
-        path: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator(),
+        path: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator(), clock: WallClock = .system,
         preparingEachConnection prepare: (@Sendable (Database) throws -> Void)?
     ) throws {
         var configuration = Configuration()
@@ -38,20 +44,22 @@ public final class SQLiteStore: Sendable {
             try prepare?(db)
         }
         self.path = path
+        self.clock = clock
         let pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
         var random = random
         self.changeTokens = ChangeTokens(
-            secret: try Self.changeTokenSecret(pool, candidate: ChangeTokens.newSecret(using: &random)))
+            secret: try Self.changeTokenSecret(
+                pool, candidate: ChangeTokens.newSecret(using: &random), now: clock.nowMillis()))
         self.pool = pool
     }
 
     /// Opens the store in a data directory (`DIR/nimbus.sqlite`), creating the directory.
-    public convenience init(directory: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator())
-        throws
-    {
+    public convenience init(
+        directory: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator(), clock: WallClock = .system
+    ) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try self.init(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"), random: random)
+        try self.init(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"), random: random, clock: clock)
     }
 
     /// Closes the database files. Further use throws.
@@ -193,9 +201,6 @@ extension SQLiteStore {
         try db.execute(
             sql: "UPDATE databases SET version = ? WHERE id = ?", arguments: [version, database])
     }
-
-    /// Milliseconds since the epoch.
-    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 }
 
 extension SQLiteStore: NimbusStorage {

@@ -26,18 +26,20 @@ enum TestPostgres {
         "nimbus_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
     }
 
-    static func open(schema: String) async throws -> PostgresStore {
+    static func open(schema: String, clock: WallClock = .system) async throws -> PostgresStore {
         try await PostgresStore.open(
-            url: url ?? "", schema: schema, maximumConnections: 10, random: ParitySecret(), logger: logger)
+            url: url ?? "", schema: schema, maximumConnections: 10, random: ParitySecret(), clock: clock, logger: logger)
     }
 
     /// Opens `count` stores (nodes) on one fresh schema, runs `body`, then shuts them down and
     /// drops the schema, also when `body` throws.
-    static func withNodes<T: Sendable>(_ count: Int = 1, _ body: ([PostgresStore]) async throws -> T) async throws -> T {
+    static func withNodes<T: Sendable>(
+        _ count: Int = 1, clock: WallClock = .system, _ body: ([PostgresStore]) async throws -> T
+    ) async throws -> T {
         let schema = freshSchema()
         var stores: [PostgresStore] = []
         do {
-            for _ in 0..<count { stores.append(try await open(schema: schema)) }
+            for _ in 0..<count { stores.append(try await open(schema: schema, clock: clock)) }
             let result = try await body(stores)
             try await close(stores, dropping: schema)
             return result
@@ -96,12 +98,12 @@ enum Requests {
 enum Parity {
     static func expectSameAnswers(_ script: @Sendable (any NimbusStorage) async throws -> [String]) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-parity-\(UUID())")
-        let sqlite = try SQLiteStore(directory: directory.path, random: ParitySecret())
+        let sqlite = try SQLiteStore(directory: directory.path, random: ParitySecret(), clock: ParityScript.clock)
         let expected = try await script(sqlite)
         try await sqlite.shutdown()
         try? FileManager.default.removeItem(at: directory)
 
-        let actual = try await TestPostgres.withNodes { stores in try await script(stores[0]) }
+        let actual = try await TestPostgres.withNodes(clock: ParityScript.clock) { stores in try await script(stores[0]) }
         if ProcessInfo.processInfo.environment["NIMBUS_PARITY_DUMP"] != nil { print(actual.joined(separator: "\n")) }
         #expect(actual.count == expected.count)
         for (index, (got, want)) in zip(actual, expected).enumerated() where got != want {

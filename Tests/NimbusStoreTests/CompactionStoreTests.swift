@@ -1,0 +1,97 @@
+import NimbusProtocol
+import NimbusStore
+import Testing
+
+/// Compaction by retention, with time moved by an injected ``ManualWallClock`` rather than
+/// waited for: the store stamps deleted zones with its clock; records carry the policy's time.
+@Suite("Store: compaction")
+struct CompactionStoreTests {
+    typealias F = Fixture
+    static let retention: Int64 = 30 * 24 * 3600 * 1000
+
+    @Test(arguments: StoreEngine.available)
+    func tombstonesOlderThanTheRetentionAreRemovedAndTheirTokensExpire(engine: StoreEngine) async throws {
+        let clock = ManualWallClock(millis: F.past)
+        try await engine.withStore(clock: clock.wallClock) { store in
+            _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
+            _ = try await store.modify([F.operation(.create, "a"), F.operation(.create, "b")], now: clock.nowMillis)
+            let beforeDelete = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice).syncToken
+            _ = try await store.modify([F.operation(.forceDelete, "a")], now: clock.nowMillis)
+            let afterDelete = try await store.recordChanges(zone: "Z", since: beforeDelete, limit: 10, in: F.alice)
+            #expect(afterDelete.records.map(\.deleted) == [true])
+
+            // One millisecond short of the retention: kept.
+            clock.advance(by: .milliseconds(Self.retention - 1))
+            #expect(
+                try await store.compact(retentionMillis: Self.retention, now: clock.nowMillis)
+                    == CompactionReport(tombstonesRemoved: 0, zonesRemoved: 0))
+            #expect(try await store.recordChanges(zone: "Z", since: beforeDelete, limit: 10, in: F.alice).records.count == 1)
+
+            clock.advance(by: .milliseconds(1))
+            #expect(
+                try await store.compact(retentionMillis: Self.retention, now: clock.nowMillis)
+                    == CompactionReport(tombstonesRemoved: 1, zonesRemoved: 0))
+            // A reader from before the deletion can no longer learn of it: its token expired.
+            #expect(
+                await F.errorCode { _ = try await store.recordChanges(zone: "Z", since: beforeDelete, limit: 10, in: F.alice) }
+                    == .changeTokenExpired)
+            // A reader who saw the tombstone goes on; the live record stays.
+            #expect(try await store.recordChanges(zone: "Z", since: afterDelete.syncToken, limit: 10, in: F.alice).records.isEmpty)
+            #expect(try await store.lookupRecords(["b"], zone: "Z", in: F.alice).first != nil)
+            // A second pass finds nothing more.
+            #expect(
+                try await store.compact(retentionMillis: Self.retention, now: clock.nowMillis)
+                    == CompactionReport(tombstonesRemoved: 0, zonesRemoved: 0))
+        }
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func aDeletedZoneIsKeptForTheRetentionByTheStoresClock(engine: StoreEngine) async throws {
+        let clock = ManualWallClock(millis: F.past)
+        try await engine.withStore(clock: clock.wallClock) { store in
+            _ = try await store.modifyZones([.create(zoneName: "Y"), .create(zoneName: "Z")], in: F.alice)
+            let beforeDelete = try await store.zoneMetaChanges(since: nil, limit: 10, in: F.alice).syncToken
+            clock.advance(by: .seconds(60))
+            let deletedAt = clock.nowMillis
+            _ = try await store.modifyZones([.delete(zoneName: "Y")], in: F.alice)
+
+            // The zone was deleted at the store's clock: a retention measured from then.
+            #expect(
+                try await store.compact(retentionMillis: Self.retention, now: deletedAt + Self.retention - 1).zonesRemoved == 0)
+            #expect(try await store.zoneMetaChanges(since: beforeDelete, limit: 10, in: F.alice).zones.map(\.zoneName) == ["Y"])
+            #expect(try await store.compact(retentionMillis: Self.retention, now: deletedAt + Self.retention).zonesRemoved == 1)
+            #expect(
+                await F.errorCode { _ = try await store.zoneMetaChanges(since: beforeDelete, limit: 10, in: F.alice) }
+                    == .changeTokenExpired)
+            #expect(try await store.listZones(in: F.alice).map(\.zoneName) == ["_defaultZone", "Z"])
+        }
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func notificationsExpireByTheClockThatStampedThem(engine: StoreEngine) async throws {
+        let clock = ManualWallClock(millis: F.past)
+        try await engine.withStore(clock: clock.wallClock) { store in
+            _ = try await store.modifySubscriptions(
+                [.save(SubscriptionDefinition(subscriptionID: "all", kind: .database))], owner: "_alice", in: F.alice)
+            let start = try await store.notificationChanges(for: F.aliceRecipient, since: nil, limit: 10).syncToken
+            // Zone changes are stamped by the store's clock.
+            let outcome = try await store.modifyZones([.create(zoneName: "Z")], caller: nil, in: F.alice)
+            #expect(outcome.notifications.map(\.createdAt) == [F.past])
+            let page = try await store.notificationChanges(for: F.aliceRecipient, since: nil, limit: 10)
+            #expect(page.notifications.map(\.createdAt) == [F.past])
+
+            clock.advance(by: .milliseconds(Self.retention))
+            #expect(try await store.compactNotifications(retentionMillis: Self.retention, now: clock.nowMillis) == 0)
+            clock.advance(by: .milliseconds(1))
+            #expect(try await store.compactNotifications(retentionMillis: Self.retention, now: clock.nowMillis) == 1)
+            #expect(try await store.notificationChanges(for: F.aliceRecipient, since: nil, limit: 10).notifications.isEmpty)
+            // A reader from before the notification missed it for good; one who read it goes on.
+            #expect(
+                await F.errorCode { _ = try await store.notificationChanges(for: F.aliceRecipient, since: start, limit: 10) }
+                    == .changeTokenExpired)
+            #expect(
+                try await store.notificationChanges(for: F.aliceRecipient, since: page.syncToken, limit: 10).notifications
+                    .isEmpty)
+        }
+    }
+}
