@@ -31,6 +31,18 @@ struct ChangeFeedStoreTests {
     }
 
     @Test(arguments: StoreEngine.available)
+    func aLimitBelowOneReadsPagesOfOne(engine: StoreEngine) async throws {
+        try await RecordStoreTests.withZone(engine) { store in
+            _ = try await store.modify([F.operation(.create, "a"), F.operation(.create, "b")])
+            let first = try await store.recordChanges(zone: "Z", since: nil, limit: 0, in: F.alice)
+            #expect(first.records.map(\.recordName) == ["a"])
+            #expect(first.moreComing)
+            let second = try await store.recordChanges(zone: "Z", since: first.syncToken, limit: -5, in: F.alice)
+            #expect(second.records.map(\.recordName) == ["b"])
+        }
+    }
+
+    @Test(arguments: StoreEngine.available)
     func aRecordChangedTwiceSinceATokenAppearsOnceInItsLatestState(engine: StoreEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a"), F.operation(.create, "b")])

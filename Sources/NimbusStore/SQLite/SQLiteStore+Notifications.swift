@@ -115,6 +115,7 @@ extension SQLiteStore {
             let horizon: Int64 = state?[1] ?? 0
             if since > last { throw FeedRules.tokenAhead() }
             if token != nil && since < horizon { throw FeedRules.notificationTokenExpired }
+            let limit = max(limit, 1)  // a full page has a last item to take the token from
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """

@@ -85,6 +85,7 @@ extension SQLiteStore: RecordStore {
             }
             // Records created and deleted since the token are of no interest to the reader;
             // with no token, no tombstone is.
+            let limit = max(limit, 1)  // a full page has a last item to take the token from
             var records = try Self.fetchStoredRecords(
                 db.cachedStatement(
                     sql: """

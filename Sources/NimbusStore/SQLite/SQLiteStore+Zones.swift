@@ -122,6 +122,7 @@ extension SQLiteStore {
             }
             if since > dbRow.version { throw FeedRules.tokenAhead() }
             if since > 0 && since < dbRow.zoneHorizon { throw FeedRules.zoneTokenExpired }
+            let limit = max(limit, 1)  // a full page has a last item to take the token from
             let rows = try Row.fetchAll(
                 db,
                 sql: """
