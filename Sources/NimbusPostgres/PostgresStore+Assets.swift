@@ -118,6 +118,19 @@ extension PostgresStore {
         return context
     }
 
+    func usage(_ transaction: Transaction, databaseID: Int64) async throws -> DatabaseUsage {
+        let row = try await transaction.rows(
+            """
+            SELECT
+                (SELECT COALESCE(sum(octet_length(fields)), 0)::int8 FROM records WHERE db = \(databaseID) AND NOT deleted),
+                (SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a WHERE a.db = \(databaseID)
+                    AND EXISTS (SELECT 1 FROM asset_refs r WHERE r.db = a.db AND r.sha256 = a.sha256))
+            """)
+        guard let first = row.first else { return DatabaseUsage(recordBytes: 0, assetBytes: 0) }
+        let (records, assets) = try first.decode((Int64, Int64).self)
+        return DatabaseUsage(recordBytes: records, assetBytes: assets)
+    }
+
     /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows.
     func writeAssetChanges(_ transaction: Transaction, database: Int64, zone: String, plan: ModifyPlan) async throws {
         if !plan.spentReceipts.isEmpty {
@@ -255,6 +268,20 @@ extension PostgresStore: AssetMetadataStore {
             for row in deleted { collected.blobs.append(AssetBlobKey(database: key, sha256: try row.decode(String.self))) }
         }
         return collected
+    }
+
+    public func usage(of database: DatabaseKey) async throws -> DatabaseUsage {
+        let row = try await rows(
+            """
+            SELECT
+                (SELECT COALESCE(sum(octet_length(r.fields)), 0)::int8 FROM records r WHERE r.db = d.id AND NOT r.deleted),
+                (SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a WHERE a.db = d.id
+                    AND EXISTS (SELECT 1 FROM asset_refs f WHERE f.db = a.db AND f.sha256 = a.sha256))
+            FROM databases d WHERE \(database: database)
+            """)
+        guard let first = row.first else { return DatabaseUsage(recordBytes: 0, assetBytes: 0) }
+        let (records, assets) = try first.decode((Int64, Int64).self)
+        return DatabaseUsage(recordBytes: records, assetBytes: assets)
     }
 
     public func unknownAssetFiles(_ candidates: AssetSweepCandidates) async throws -> AssetSweepCandidates {
