@@ -5,10 +5,11 @@ import PostgresNIO
 extension PostgresStore {
     /// Schema v9: asset rows, reference rows and upload rows (as SQLite's `v7-assets`), and
     /// `asset_chunks`, the bytes of uploads and blobs in chunks of at most 1 MiB
-    /// (``PostgresAssetStore``), which every node reads.
+    /// (``PostgresAssetStore``), which every node reads. Written to be run again over itself
+    /// (`IF NOT EXISTS`), as a database whose recorded versions were rolled back needs.
     static let assetsSchema = [
         """
-        CREATE TABLE assets (
+        CREATE TABLE IF NOT EXISTS assets (
             db bigint NOT NULL,
             sha256 text COLLATE "C" NOT NULL,
             size bigint NOT NULL,
@@ -17,7 +18,7 @@ extension PostgresStore {
         )
         """,
         """
-        CREATE TABLE asset_refs (
+        CREATE TABLE IF NOT EXISTS asset_refs (
             db bigint NOT NULL,
             zone text COLLATE "C" NOT NULL,
             record text COLLATE "C" NOT NULL,
@@ -25,9 +26,9 @@ extension PostgresStore {
             PRIMARY KEY (db, zone, record, sha256)
         )
         """,
-        "CREATE INDEX asset_refs_by_asset ON asset_refs (db, sha256)",
+        "CREATE INDEX IF NOT EXISTS asset_refs_by_asset ON asset_refs (db, sha256)",
         """
-        CREATE TABLE asset_uploads (
+        CREATE TABLE IF NOT EXISTS asset_uploads (
             id text COLLATE "C" PRIMARY KEY,
             db bigint NOT NULL,
             user_name text NOT NULL,
@@ -43,10 +44,10 @@ extension PostgresStore {
             used boolean NOT NULL DEFAULT false
         )
         """,
-        "CREATE INDEX asset_uploads_by_expiry ON asset_uploads (expires_at)",
-        "CREATE INDEX asset_uploads_by_asset ON asset_uploads (db, sha256)",
+        "CREATE INDEX IF NOT EXISTS asset_uploads_by_expiry ON asset_uploads (expires_at)",
+        "CREATE INDEX IF NOT EXISTS asset_uploads_by_asset ON asset_uploads (db, sha256)",
         """
-        CREATE TABLE asset_chunks (
+        CREATE TABLE IF NOT EXISTS asset_chunks (
             blob text COLLATE "C" NOT NULL,
             start bigint NOT NULL,
             bytes bytea NOT NULL,
