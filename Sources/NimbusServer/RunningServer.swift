@@ -68,6 +68,7 @@ public final class RunningServer: Sendable {
             store: store, accounts: store, notifications: store, delivery: delivery(hub),
             schemas: SchemaRegistry(store: store), assets: store, clock: configuration.clock)
         api.assetSettings = configuration.assets
+        api.userQuotaBytes = configuration.userQuotaBytes
         let authenticator = Authenticator(
             accounts: store, signatureWindow: configuration.signatureWindow, clock: configuration.clock)
         let responder = APIResponder(

@@ -29,6 +29,10 @@ public struct ServerConfiguration: Sendable {
     /// compares with ``tombstoneRetention``, the window of server-to-server signatures, and
     /// what the store stamps. The system clock by default; tests set a ``ManualWallClock``.
     public var clock: WallClock = .system
+    /// The most bytes one user's private database may hold (records' fields plus the assets
+    /// they reference, `DatabaseUsage`); `nil`: no quota. Over it, saves fail with
+    /// QUOTA_EXCEEDED and write nothing; deletes free space at once.
+    public var userQuotaBytes: Int64?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

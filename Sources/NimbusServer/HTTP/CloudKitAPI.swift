@@ -18,6 +18,8 @@ struct CloudKitAPI: Sendable {
     var assetSettings = AssetSettings()
     /// The time of day of write policies and push tokens.
     let clock: WallClock
+    /// The quota of each private database (``ServerConfiguration/userQuotaBytes``).
+    var userQuotaBytes: Int64?
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {
