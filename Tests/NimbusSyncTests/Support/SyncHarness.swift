@@ -77,6 +77,26 @@ final class FaultyService: SyncService {
         }
         return try await base.modify(saving: saving, deleting: deleting)
     }
+    func assetUploadURLs(zone: String, for fields: [AssetField]) async throws -> [URL] {
+        try enter("assetUploadURLs")
+        return try await base.assetUploadURLs(zone: zone, for: fields)
+    }
+    func uploadAsset(
+        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws -> Nimbus.Asset {
+        try enter(resuming ? "uploadAsset:resuming" : "uploadAsset")
+        return try await base.uploadAsset(file, to: url, resuming: resuming, progress: progress)
+    }
+    func downloadAsset(
+        _ asset: Nimbus.Asset, to destination: URL, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws {
+        try enter("downloadAsset")
+        try await base.downloadAsset(asset, to: destination, progress: progress)
+    }
+    func lookup(zone: String, recordName: String) async throws -> Nimbus.Record? {
+        try enter("lookup")
+        return try await base.lookup(zone: zone, recordName: recordName)
+    }
 }
 
 /// A real server with one user and helpers to make devices (engines with their own stores).
@@ -113,10 +133,11 @@ final class SyncHarness: Sendable {
         ).token
     }
 
-    func container(device: String, webToken: String? = nil) -> Container {
+    func container(device: String, webToken: String? = nil, assetTransport: (any AssetTransport)? = nil) -> Container {
         Container(
             identifier: Self.containerID, baseURL: URL(string: server.baseURL)!,
-            credentials: .apiToken(apiToken, webAuthToken: webToken ?? self.webToken), deviceID: device)
+            credentials: .apiToken(apiToken, webAuthToken: webToken ?? self.webToken), deviceID: device,
+            assetTransport: assetTransport)
     }
 
     /// Retry waits that wait for nothing (throttling is retried at once).
@@ -130,10 +151,11 @@ final class SyncHarness: Sendable {
     /// An engine for `device` over its (persistent) local store.
     func engine(
         _ device: String, configuration: SyncConfiguration, seed: UInt64 = 1, throttleRate: Double = 0,
-        maxBatch: Int = .max, webToken: String? = nil
+        maxBatch: Int = .max, webToken: String? = nil, assetTransport: (any AssetTransport)? = nil
     ) throws -> (SyncEngine, FaultyService) {
+        let database = container(device: device, webToken: webToken, assetTransport: assetTransport).privateCloudDatabase
         let service = FaultyService(
-            base: DatabaseSyncService(database: container(device: device, webToken: webToken).privateCloudDatabase),
+            base: DatabaseSyncService(database: database),
             seed: seed, throttleRate: throttleRate, maxBatch: maxBatch)
         let engine = SyncEngine(
             service: service, store: try LocalStore(path: storePath(device)), configuration: configuration,
