@@ -101,6 +101,19 @@ extension FieldValue {
         }
     }
 
+    /// Whether two values hold the same data: assets compare by what identifies their
+    /// bytes, not by their download URLs (signed anew by every read).
+    package func sameData(as other: FieldValue?) -> Bool {
+        guard let other else { return false }
+        if self == other { return true }
+        guard type == other.type, !assets.isEmpty else { return false }
+        return withoutDownloadURLs == other.withoutDownloadURLs
+    }
+
+    private var withoutDownloadURLs: FieldValue {
+        mappingSDKAssets { asset in asset.serverValue.map { Asset(serverValue: $0.stored) } ?? asset }
+    }
+
     /// The value with each asset replaced by `transform`'s result.
     package func mappingSDKAssets(_ transform: (Asset) throws -> Asset) rethrows -> FieldValue {
         switch self {

@@ -78,7 +78,8 @@ extension Database {
                     case .received(let received): offset = received <= size ? received : 0
                     }
                 }
-                progress?(TransferProgress(completedBytes: offset, totalBytes: size))
+                let start = offset
+                progress?(TransferProgress(completedBytes: start, totalBytes: size))
                 var request = TransportRequest(
                     method: offset == 0 ? .post : .put, url: url,
                     headers: ["Content-Type": "application/octet-stream", "Accept": "application/json"],
@@ -86,7 +87,7 @@ extension Database {
                 if offset > 0 { request.headers["Content-Range"] = "bytes \(offset)-\(size - 1)/\(size)" }
                 let response = try await container.assetTransport.upload(
                     request, file: file, range: offset..<size,
-                    progress: { sent in progress?(TransferProgress(completedBytes: offset + sent, totalBytes: size)) })
+                    progress: { sent in progress?(TransferProgress(completedBytes: start + sent, totalBytes: size)) })
                 if response.status == 409 || response.status == 202 {
                     // Another offset than the server's, or not the end yet: ask and go on.
                     broken += 1
@@ -165,10 +166,12 @@ extension Database {
 
     /// The local files `record`'s save under `policy` would send, by field.
     static func localAssets(of record: Record, policy: SavePolicy) -> [(field: String, files: [URL])] {
-        record.saveOperation(policy: policy).fields.sorted { $0.key < $1.key }.compactMap { field, value in
+        var result: [(field: String, files: [URL])] = []
+        for (field, value) in record.saveOperation(policy: policy).fields.sorted(by: { $0.key < $1.key }) {
             let files = value.localAssetFiles
-            return files.isEmpty ? nil : (field, files)
+            if !files.isEmpty { result.append((field, files)) }
         }
+        return result
     }
 
     /// `records` with every local file their saves would send uploaded and replaced by the
@@ -202,8 +205,11 @@ extension Database {
                     guard let url = urls[slot]?.popLast() else {
                         throw NimbusError.malformedResponse("assets/upload answered too few upload URLs")
                     }
-                    let singleFile = try await uploadFile(
-                        file, to: url, progress: progress.map { report in { report(record.id, field, $0) } })
+                    let id = record.id
+                    let report: (@Sendable (TransferProgress) -> Void)? = progress.map { report in
+                        { @Sendable transfer in report(id, field, transfer) }
+                    }
+                    let singleFile = try await uploadFile(file, to: url, progress: report)
                     uploaded[file] = Asset(serverValue: singleFile)
                 }
                 if let value = copy.fieldValue(forKey: field) {

@@ -55,7 +55,7 @@ extension Database {
     ) async throws -> Record {
         let results = try await modifyRecords(
             saving: [record], savePolicy: savePolicy, atomically: false,
-            assetProgress: assetProgress.map { report in { _, field, progress in report(field, progress) } })
+            assetProgress: assetProgress.map { report in { @Sendable _, field, progress in report(field, progress) } })
         guard let result = results.saveResults[record.id] else {
             throw NimbusError.malformedResponse("no result for record \(record.id)")
         }
