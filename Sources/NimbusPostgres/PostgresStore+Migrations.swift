@@ -71,6 +71,7 @@ extension PostgresStore {
         Migration(version: 6, statements: writtenRecords),
         Migration(version: 7, statements: serverSecrets),
         Migration(version: 8, statements: [], step: { store, transaction in try await store.repairUnreadableValues(transaction) }),
+        Migration(version: 9, statements: assetsSchema),
     ]
 
     /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created

@@ -20,9 +20,11 @@ extension PostgresStore: RecordStore {
             let read = try await zoneAndRecords(
                 transaction, database: dbID, zone: zone, names: ModifyPlanner.prefetchNames(for: operations))
             guard read.zoneDeleted == false else { throw FeedRules.zoneNotFound(zone, in: database) }
+            let assets = try await assetContext(
+                transaction, database: database, databaseID: dbID, operations: operations)
             var planner = ModifyPlanner(
                 zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner), policy: policy, caller: caller,
-                rows: read.records, baseVersion: firstVersion - 1)
+                rows: read.records, baseVersion: firstVersion - 1, assets: assets)
             var plan = planner.plan(operations, atomic: atomic)
             while !plan.deletedNames.isEmpty {
                 let children = try await deleteSelfChildren(
@@ -38,6 +40,7 @@ extension PostgresStore: RecordStore {
                 transaction, database: dbID, zone: zone, changes: plan.changes, version: plan.lastVersion,
                 recordTypes: event.recordTypes)
             try await updateIndexEntries(transaction, key: database, database: dbID, zone: zone, changes: plan.changes)
+            try await writeAssetChanges(transaction, database: dbID, zone: zone, plan: plan)
             let notifications = try await createNotifications(
                 transaction, database: database, databaseID: dbID, event: event, subscriptions: subscriptions,
                 caller: caller, now: policy.now)

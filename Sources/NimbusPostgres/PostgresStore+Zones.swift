@@ -68,6 +68,7 @@ extension PostgresStore {
                 WITH dropped_records AS (
                     DELETE FROM records WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
                 dropped_refs AS (DELETE FROM record_refs WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
+                dropped_assets AS (DELETE FROM asset_refs WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
                 dropped_values AS (DELETE FROM record_values WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
                 dropped_tokens AS (DELETE FROM record_tokens WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
                 database_version AS (UPDATE databases SET version = \(change.version) WHERE id = \(dbID)),

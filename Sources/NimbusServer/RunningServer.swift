@@ -29,14 +29,16 @@ public final class RunningServer: Sendable {
     public let push: PushHub
     private let serviceGroup: ServiceGroup
     private let runTask: Task<Void, any Error>
+    private let collector: AssetCollector
 
     /// `http://host:port`.
     public var baseURL: String { "http://\(host):\(port)" }
 
     private init(
         port: Int, store: any NimbusStorage, configuration: ServerConfiguration, routes: [RegisteredRoute],
-        push: PushHub, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>
+        push: PushHub, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>, collector: AssetCollector
     ) {
+        self.collector = collector
         self.port = port
         self.host = configuration.host
         self.store = store
@@ -60,14 +62,22 @@ public final class RunningServer: Sendable {
         let store = try await configuration.storage.open(logger: logger)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let hub = PushHub()
-        let api = CloudKitAPI(
+        let assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
+        let links = AssetLinks(tokens: try store.changeTokens)
+        var api = CloudKitAPI(
             store: store, accounts: store, notifications: store, delivery: delivery(hub),
-            schemas: SchemaRegistry(store: store))
+            schemas: SchemaRegistry(store: store), assets: store)
+        api.assetSettings = configuration.assets
         let authenticator = Authenticator(accounts: store, signatureWindow: configuration.signatureWindow)
         let responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,
-            publicBaseURL: configuration.push.publicBaseURL)
+            publicBaseURL: configuration.push.publicBaseURL, assetLinks: links,
+            assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
         let router = Routes.build(responder: responder)
+        AssetRoutes.add(
+            to: router,
+            transfer: AssetTransfer(
+                metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, logger: logger))
         let pushChannel = PushChannel(
             hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger)
         PushRoutes.add(
@@ -91,11 +101,12 @@ public final class RunningServer: Sendable {
             store: store, retention: configuration.tombstoneRetention, interval: configuration.compactionInterval,
             logger: logger, notifications: store)
         let sweeper = PushSweeper(hub: hub, settings: configuration.push)
+        let collector = AssetCollector(metadata: store, bytes: assetBytes, settings: configuration.assets, logger: logger)
         let relay = RemoteNotificationRelay(store: store, hub: hub, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
                 // Shut down in reverse: the sweeper first ends the couriers' long polls.
-                services: [relay, app, compactor, sweeper],
+                services: [relay, app, compactor, collector, sweeper],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))
         let runTask = Task {
@@ -115,7 +126,7 @@ public final class RunningServer: Sendable {
         }
         return RunningServer(
             port: port, store: store, configuration: configuration, routes: routes, push: hub, serviceGroup: group,
-            runTask: runTask)
+            runTask: runTask, collector: collector)
     }
 
     /// Stops accepting connections, lets in-flight requests finish, closes the database.
@@ -127,6 +138,13 @@ public final class RunningServer: Sendable {
     /// Waits until the server stops (after a signal, when started with `handleSignals`).
     public func waitUntilStopped() async throws {
         try await runTask.value
+    }
+
+    /// Runs one asset collection pass at `now` (milliseconds since the epoch; the current
+    /// time by default) with the configured grace period.
+    @discardableResult
+    public func collectAssetsNow(now: Int64? = nil) async throws -> AssetCollectionReport {
+        try await collector.collect(now: now ?? CloudKitAPI.now())
     }
 
     /// Runs one compaction pass now with the configured retention.

@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var push = PushSettings()
     /// HTTP connections: header, body and idle timeouts, connections per address.
     public var connections = ConnectionSettings()
+    /// Assets: the size limit, URL lifetimes, where bytes live, the collector's schedule.
+    public var assets = AssetSettings()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

@@ -6,7 +6,7 @@ import NimbusProtocol
 /// Nimbus ships two engines: ``SQLiteStore`` (one embedded file, one node) and
 /// `PostgresStore` (module `NimbusPostgres`: any number of stateless nodes on one
 /// PostgreSQL database). The server and the `nimbus` CLI only ever talk to this protocol.
-public protocol NimbusStorage: RecordStore, NotificationStore, AccountStore, SchemaStore {
+public protocol NimbusStorage: RecordStore, NotificationStore, AccountStore, SchemaStore, AssetMetadataStore {
     /// A short name of the engine for logs and benchmark tables (`sqlite`, `postgres`).
     var engineName: String { get }
 

@@ -43,8 +43,33 @@ struct ServeCommand: AsyncParsableCommand {
         help: "Open connections one client address may hold (0: no limit; use 0 behind a load balancer or reverse proxy).")
     var maxConnectionsPerAddress = ConnectionSettings().maxConnectionsPerAddress
 
+    @Option(name: .long, help: "The largest asset (file) an upload accepts, in bytes.")
+    var maxAssetBytes = AssetSettings().maxAssetBytes
+
+    @Option(name: .long, help: "A directory for asset bytes (shared by every node); default: DIR/assets, or PostgreSQL itself.")
+    var assetDirectory: String?
+
+    @Option(name: .long, help: "Seconds an unreferenced asset or unrecorded file is kept before the collector deletes it.")
+    var assetGraceSeconds: Double = AssetSettings().gracePeriod.inSeconds
+
+    @Option(name: .long, help: "Seconds between two runs of the asset collector.")
+    var assetCollectionIntervalSeconds: Double = AssetSettings().collectionInterval.inSeconds
+
     func validate() throws {
         _ = try connectionSettings()
+        _ = try assetSettings()
+    }
+
+    /// The asset flags, checked.
+    func assetSettings() throws -> AssetSettings {
+        guard maxAssetBytes > 0 else { throw ValidationError("--max-asset-bytes must be positive, got \(maxAssetBytes)") }
+        guard assetGraceSeconds >= 0, assetCollectionIntervalSeconds > 0 else {
+            throw ValidationError("--asset-grace-seconds must be 0 or more and --asset-collection-interval-seconds positive")
+        }
+        var settings = AssetSettings(maxAssetBytes: maxAssetBytes, directory: assetDirectory)
+        settings.gracePeriod = .milliseconds(Int64(assetGraceSeconds * 1000))
+        settings.collectionInterval = .milliseconds(Int64(assetCollectionIntervalSeconds * 1000))
+        return settings
     }
 
     func run() async throws {
@@ -56,6 +81,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.storage = data.location
         configuration.maxBodyBytes = maxBodyBytes
         configuration.connections = try connectionSettings()
+        configuration.assets = try assetSettings()
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         fflush(nil)

@@ -7,6 +7,8 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable, Codable {
     case bytes = "BYTES"
     case location = "LOCATION"
     case reference = "REFERENCE"
+    /// A file stored beside the record (see ``Asset``); `ASSETID` on input means the same.
+    case asset = "ASSET"
     case stringList = "STRING_LIST"
     case int64List = "INT64_LIST"
     case doubleList = "DOUBLE_LIST"
@@ -14,6 +16,7 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable, Codable {
     case bytesList = "BYTES_LIST"
     case locationList = "LOCATION_LIST"
     case referenceList = "REFERENCE_LIST"
+    case assetList = "ASSET_LIST"
 
     /// The element type of a `*_LIST` type, or `nil` for a scalar type.
     public var elementType: FieldType? {
@@ -25,6 +28,7 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable, Codable {
         case .bytesList: return .bytes
         case .locationList: return .location
         case .referenceList: return .reference
+        case .assetList: return .asset
         default: return nil
         }
     }
@@ -39,9 +43,20 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable, Codable {
         case .bytes: return .bytesList
         case .location: return .locationList
         case .reference: return .referenceList
+        case .asset: return .assetList
         default: return nil
         }
     }
 
     public var isList: Bool { elementType != nil }
+
+    /// The type a field dictionary's `type` names: a ``FieldType`` raw value, or `ASSETID`
+    /// (`ASSETID_LIST`), the name CloudKit clients give an asset they are saving.
+    public init?(wireName: String) {
+        switch wireName {
+        case "ASSETID": self = .asset
+        case "ASSETID_LIST": self = .assetList
+        default: self.init(rawValue: wireName)
+        }
+    }
 }

@@ -10,6 +10,8 @@ public indirect enum FieldValue: Sendable, Hashable {
     case bytes(Data)
     case location(Location)
     case reference(Reference)
+    /// An ASSET value (sent as `ASSETID` on input, returned as `ASSET`).
+    case asset(Asset)
     /// A `*_LIST` value. `elementType` names the element type so empty lists keep their type.
     case list(elementType: FieldType, [FieldValue])
 
@@ -23,6 +25,7 @@ public indirect enum FieldValue: Sendable, Hashable {
         case .bytes: return .bytes
         case .location: return .location
         case .reference: return .reference
+        case .asset: return .asset
         case .list(let elementType, _): return elementType.listType ?? .stringList
         }
     }
@@ -32,6 +35,15 @@ public indirect enum FieldValue: Sendable, Hashable {
         switch self {
         case .reference(let reference): return [reference]
         case .list(_, let values): return values.flatMap(\.references)
+        default: return []
+        }
+    }
+
+    /// Every asset in this value (one for ASSET, each element for ASSET_LIST).
+    public var assets: [Asset] {
+        switch self {
+        case .asset(let asset): return [asset]
+        case .list(_, let values): return values.flatMap(\.assets)
         default: return []
         }
     }
@@ -57,5 +69,6 @@ extension FieldValue {
     public var bytesValue: Data? { if case .bytes(let v) = self { return v } else { return nil } }
     public var locationValue: Location? { if case .location(let v) = self { return v } else { return nil } }
     public var referenceValue: Reference? { if case .reference(let v) = self { return v } else { return nil } }
+    public var assetValue: Asset? { if case .asset(let v) = self { return v } else { return nil } }
     public var listValue: [FieldValue]? { if case .list(_, let v) = self { return v } else { return nil } }
 }

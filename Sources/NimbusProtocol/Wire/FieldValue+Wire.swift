@@ -20,13 +20,10 @@ extension FieldValue {
             self = try FieldValue.inferred(from: value)
             return
         }
-        guard let type = FieldType(rawValue: typeName) else {
-            if typeName == "ASSET" || typeName == "ASSETID" || typeName == "ASSET_LIST" {
-                throw .badRequest("'\(reader.path).type': field type \(typeName) is not supported by this server yet")
-            }
+        guard let type = FieldType(wireName: typeName) else {
             throw .badRequest(
                 "'\(reader.path).type': unknown field type '\(typeName)'; expected one of "
-                    + FieldType.allCases.map(\.rawValue).joined(separator: ", "))
+                    + FieldType.allCases.map(\.rawValue).joined(separator: ", ") + " (or ASSETID, ASSETID_LIST)")
         }
         self = try FieldValue.decode(value, as: type)
     }
@@ -57,6 +54,8 @@ extension FieldValue {
             return .location(try Location(wire: reader))
         case .reference:
             return .reference(try Reference(wire: reader))
+        case .asset:
+            return .asset(try Asset(wire: reader))
         default:
             throw .badRequest("'\(reader.path)': unsupported field type \(type.rawValue)")
         }
@@ -75,6 +74,7 @@ extension FieldValue {
         case .object(let members):
             if members["recordName"] != nil { return .reference(try Reference(wire: reader)) }
             if members["latitude"] != nil { return .location(try Location(wire: reader)) }
+            if members["fileChecksum"] != nil || members["receipt"] != nil { return .asset(try Asset(wire: reader)) }
             throw .badRequest("'\(reader.path)': cannot infer the type of this object; add \"type\"")
         case .array(let elements):
             guard let first = elements.first else {
@@ -104,6 +104,7 @@ extension FieldValue {
         case .bytes(let data): return .string(data.base64EncodedString())
         case .location(let location): return location.wireJSON
         case .reference(let reference): return reference.wireJSON
+        case .asset(let asset): return asset.wireJSON
         case .list(_, let values): return .array(values.map { $0.wireValue(numbersAsStrings: numbersAsStrings) })
         }
     }
@@ -157,6 +158,46 @@ extension Reference {
     }
 }
 
+extension Asset {
+    /// The longest ``fileChecksum``, ``receipt``, ``referenceChecksum`` or ``wrappingKey``
+    /// accepted: far above what any of them holds (a checksum is 44 characters).
+    static let maxTokenLength = 1024
+    /// The longest ``downloadURL`` accepted.
+    static let maxURLLength = 8192
+
+    /// Decodes an Asset dictionary (`singleFile` as an upload answered it, or an ASSET value).
+    public init(wire reader: WireReader) throws(CloudKitError) {
+        func token(_ key: String, limit: Int = Asset.maxTokenLength) throws(CloudKitError) -> String? {
+            guard let text = try reader.optionalString(key) else { return nil }
+            guard !text.isEmpty, text.utf8.count <= limit else {
+                throw .badRequest("'\(reader.path).\(key)' must be a non-empty string of at most \(limit) bytes")
+            }
+            return text
+        }
+        guard let checksum = try token("fileChecksum") else {
+            throw .badRequest("'\(reader.path).fileChecksum' is required: send the singleFile dictionary the upload answered")
+        }
+        guard let size = try reader.optionalInt("size") else {
+            throw .badRequest("'\(reader.path).size' is required: send the singleFile dictionary the upload answered")
+        }
+        guard size >= 0 else { throw .badRequest("'\(reader.path).size' must not be negative") }
+        self.init(
+            fileChecksum: checksum, size: size, receipt: try token("receipt"),
+            referenceChecksum: try token("referenceChecksum"), wrappingKey: try token("wrappingKey"),
+            downloadURL: try token("downloadURL", limit: Asset.maxURLLength))
+    }
+
+    /// `{downloadURL?, fileChecksum, receipt?, referenceChecksum?, size, wrappingKey?}`.
+    public var wireJSON: JSON {
+        var members: [String: JSON] = ["fileChecksum": .string(fileChecksum), "size": .int(size)]
+        if let receipt { members["receipt"] = .string(receipt) }
+        if let referenceChecksum { members["referenceChecksum"] = .string(referenceChecksum) }
+        if let wrappingKey { members["wrappingKey"] = .string(wrappingKey) }
+        if let downloadURL { members["downloadURL"] = .string(downloadURL) }
+        return .object(members)
+    }
+}
+
 extension Data {
     init?(base64URLEncoded text: String) {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
@@ -196,7 +237,7 @@ extension FieldValue {
                 value.writeWireValue(into: &out, numbersAsStrings: numbersAsStrings)
             }
             out.append(UInt8(ascii: "]"))
-        case .double, .bytes, .location, .reference:
+        case .double, .bytes, .location, .reference, .asset:
             wireValue(numbersAsStrings: numbersAsStrings).write(into: &out)
         }
     }

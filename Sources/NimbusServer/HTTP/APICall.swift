@@ -11,6 +11,12 @@ struct APICall: Sendable {
     var numbersAsStrings: Bool
     /// `scheme://host[:port]` the client reached the server at (for URLs handed out).
     var origin: String = ""
+    /// Signs the asset URLs handed out (`nil`: the server keeps no asset bytes).
+    var assetLinks: AssetLinks? = nil
+    /// How long a `downloadURL` handed out stays valid, in milliseconds.
+    var assetDownloadLifetime: Int64 = 0
+    /// When the call is served, in milliseconds since the epoch.
+    var now: Int64 = 0
 
     var database: DatabaseKey { identity.database }
 
@@ -59,6 +65,7 @@ struct APICall: Sendable {
     /// `numbersAsStrings` it is written straight to text, byte for byte what the object form
     /// would serialize to (``StoredRecord/appendWritten(closedBy:to:)``).
     func recordJSON(_ stored: StoredRecord, zoneName: String, desiredKeys: Set<String>?) throws(CloudKitError) -> JSON {
+        let stored = servable(stored)
         if desiredKeys == nil && !numbersAsStrings {
             var text = ""
             stored.appendWritten(closedBy: zoneClosing(zoneName), to: &text)
@@ -82,7 +89,7 @@ struct APICall: Sendable {
             }
             return .array(elements)
         }
-        return .raw(StoredRecord.writtenArray(records, closedBy: zoneClosing(zoneName)))
+        return .raw(StoredRecord.writtenArray(records.map(servable), closedBy: zoneClosing(zoneName)))
     }
 
     /// `,"zoneID":{…}}`: the last member of each record of the zone, as this caller names

@@ -36,6 +36,8 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case notificationsChanges = "notifications/changes"
     /// Nimbus extension: marks notifications of the collection read.
     case notificationsMarkRead = "notifications/markRead"
+    /// Upload URLs for asset fields (`tokens: [{recordName, recordType, fieldName}]`).
+    case assetsUpload = "assets/upload"
 
     /// The HTTP methods the operation answers.
     public var methods: [String] {
@@ -64,7 +66,7 @@ public enum APIOperation: String, CaseIterable, Sendable {
 
     /// Whether the operation changes data (and so needs a user or an admin key in the public database).
     var isWrite: Bool {
-        self == .recordsModify || self == .zonesModify || self == .subscriptionsModify
+        self == .recordsModify || self == .zonesModify || self == .subscriptionsModify || self == .assetsUpload
     }
 
     /// Operations of the container environment rather than of one database (CloudKit

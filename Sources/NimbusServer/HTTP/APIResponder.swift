@@ -19,6 +19,10 @@ struct APIResponder: Sendable {
     let logger: Logger
     /// The configured public base URL, if any (see ``PushSettings/publicBaseURL``).
     var publicBaseURL: String? = nil
+    /// Signs asset URLs (`nil`: no assets).
+    var assetLinks: AssetLinks? = nil
+    /// How long a `downloadURL` stays valid, in milliseconds.
+    var assetDownloadLifetime: Int64 = 0
 
     static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
@@ -106,7 +110,8 @@ struct APIResponder: Sendable {
         let call = APICall(
             operation: operation, identity: identity, body: body,
             numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false,
-            origin: RequestOrigin.of(request, configured: publicBaseURL))
+            origin: RequestOrigin.of(request, configured: publicBaseURL), assetLinks: assetLinks,
+            assetDownloadLifetime: assetDownloadLifetime, now: CloudKitAPI.now())
         let result = try await api.handle(call)
         return Self.jsonResponse(result)
     }

@@ -12,6 +12,10 @@ struct CloudKitAPI: Sendable {
     let delivery: any PushDelivery
     /// The schemas of container environments: checked on saves and queries.
     let schemas: SchemaRegistry
+    /// Upload slots and the assets databases hold.
+    let assets: any AssetMetadataStore
+    /// Upload and download lifetimes.
+    var assetSettings = AssetSettings()
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {
@@ -37,6 +41,7 @@ struct CloudKitAPI: Sendable {
         case .tokensRegister: return try await registerToken(call)
         case .notificationsChanges: return try await notificationChanges(call)
         case .notificationsMarkRead: return try await markNotificationsRead(call)
+        case .assetsUpload: return try await requestAssetUploads(call)
         }
     }
 

@@ -98,6 +98,20 @@ extension CloudKitAPI {
         return .object(["records": .array(items)])
     }
 
+    /// Whether written records contain the bytes `"ASSET` (an ASSET or ASSET_LIST type name).
+    static func mayHoldAsset(_ bytes: [UInt8]) -> Bool {
+        let pattern = Array(#""ASSET"#.utf8)
+        guard bytes.count >= pattern.count else { return false }
+        var position = 0
+        while position <= bytes.count - pattern.count {
+            if bytes[position] == pattern[0], bytes[position + 1] == pattern[1], bytes[(position + 2)..<(position + pattern.count)].elementsEqual(pattern[2...]) {
+                return true
+            }
+            position += 1
+        }
+        return false
+    }
+
     /// `records/lookup`.
     func lookupRecords(_ call: APICall) async throws -> JSON {
         let zoneID = try call.zoneID()
@@ -179,11 +193,16 @@ extension CloudKitAPI {
         let access = try await publicAccess(call)
         let records: JSON
         let page: (syncToken: String, moreComing: Bool)
+        var written: WrittenRecordChangesPage?
         if access == nil && keys == nil && !call.numbersAsStrings {
-            // The common feed: records as the store wrote them, nothing decoded.
-            let written = try await store.writtenRecordChanges(
+            // The common feed: records as the store wrote them, nothing decoded — unless a
+            // record holds an asset, whose download URL is made for this reader.
+            written = try await store.writtenRecordChanges(
                 zone: zoneID.zoneName, since: token, limit: limit, zoneClosing: call.zoneClosing(zoneID.zoneName),
                 in: call.database)
+            if let page = written, Self.mayHoldAsset(page.recordsJSON) { written = nil }
+        }
+        if let written {
             records = .rawUTF8(written.recordsJSON)
             page = (written.syncToken, written.moreComing)
         } else {

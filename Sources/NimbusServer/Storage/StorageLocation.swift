@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NimbusPostgres
+import NimbusProtocol
 import NimbusStore
 
 /// Where a server node keeps its data: which engine, and where.
@@ -24,6 +25,22 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
             return try SQLiteStore(directory: directory)
         case .postgres(let url, let schema):
             return try await PostgresStore.open(url: url, schema: schema, logger: logger)
+        }
+    }
+
+    /// Where asset bytes live for `store` (this location's engine): `directory` when one is
+    /// configured (every node must mount it), else `DIR/assets` in SQLite mode and
+    /// PostgreSQL itself in PostgreSQL mode.
+    public func openAssets(for store: any NimbusStorage, directory: String?) throws -> any AssetStore {
+        if let directory { return try FileAssetStore(directory: directory) }
+        switch self {
+        case .sqlite(let dataDirectory):
+            return try FileAssetStore(directory: (dataDirectory as NSString).appendingPathComponent("assets"))
+        case .postgres:
+            guard let postgres = store as? PostgresStore else {
+                throw CloudKitError(.internalError, "the PostgreSQL location opened another engine")
+            }
+            return PostgresAssetStore(store: postgres)
         }
     }
 

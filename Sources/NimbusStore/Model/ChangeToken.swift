@@ -34,7 +34,7 @@ public struct ChangeTokens: Sendable {
     /// Longer text is no token of ours; it is refused before it is decoded.
     static let maximumTokenLength = 512
 
-    private let secret: [UInt8]
+    let secret: [UInt8]
     /// Names the secret in tokens: 4 bytes of a hash of it, as hex.
     private let keyID: String
 

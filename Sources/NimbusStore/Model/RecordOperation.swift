@@ -26,13 +26,14 @@ public enum RecordOperationType: String, Sendable, Hashable, CaseIterable {
 public struct RecordOperation: Sendable {
     public var type: RecordOperationType
     public var record: Record
-    /// `record.fields` serialized; computed once by the caller (it also checks the size limit).
+    /// `record.fields` serialized as stored (assets without their receipts); computed once by
+    /// the caller (it also checks the size limit).
     public var fieldsJSON: String
 
     public init(type: RecordOperationType, record: Record) {
         self.type = type
         self.record = record
-        self.fieldsJSON = Record.fieldsJSONText(record.fields)
+        self.fieldsJSON = Record.fieldsJSONText(record.fields.mapValues(\.storedForm))
     }
 }
 

@@ -15,8 +15,9 @@ extension SQLiteStore: RecordStore {
             let zoneID = ZoneID(zoneName: zone, ownerRecordName: database.owner)
             let rows = try Self.records(
                 db, database: dbID, zone: zone, names: ModifyPlanner.prefetchNames(for: operations))
+            let assets = try Self.assetContext(db, database: database, databaseID: dbID, operations: operations)
             var planner = ModifyPlanner(
-                zoneID: zoneID, policy: policy, caller: caller, rows: rows, baseVersion: baseVersion)
+                zoneID: zoneID, policy: policy, caller: caller, rows: rows, baseVersion: baseVersion, assets: assets)
             var plan = planner.plan(operations, atomic: atomic)
             while !plan.deletedNames.isEmpty {
                 let children = try Self.deleteSelfChildren(db, database: dbID, zone: zone, of: plan.deletedNames)
@@ -28,6 +29,7 @@ extension SQLiteStore: RecordStore {
                 try Self.write(db, database: dbID, zone: zone, record: after)
                 try Self.updateReferences(db, database: dbID, zone: zone, before: before, after: after)
             }
+            try Self.writeAssetChanges(db, database: dbID, zone: zone, plan: plan)
             var layouts = IndexLayoutCache(database: database)
             try Self.updateIndexEntries(db, database: dbID, zone: zone, changes: plan.changes, layouts: &layouts)
             try db.execute(

@@ -66,6 +66,8 @@ extension SQLiteStore {
                         sql: "DELETE FROM records WHERE db = ? AND zone = ?", arguments: [dbID, name])
                     try db.execute(
                         sql: "DELETE FROM record_refs WHERE db = ? AND zone = ?", arguments: [dbID, name])
+                    try db.execute(
+                        sql: "DELETE FROM asset_refs WHERE db = ? AND zone = ?", arguments: [dbID, name])
                     try Self.deleteIndexEntries(db, database: dbID, zone: name)
                     try db.execute(
                         sql: """

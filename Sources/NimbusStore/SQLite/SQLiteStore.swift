@@ -161,6 +161,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v4-query", migrate: migrateV4)
         migrator.registerMigration("v5-server-secret", migrate: migrateV5)
         migrator.registerMigration("v6-repair-values", migrate: migrateV6RepairValues)
+        migrator.registerMigration("v7-assets", migrate: migrateV7Assets)
         return migrator
     }
 }

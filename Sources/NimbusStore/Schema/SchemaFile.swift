@@ -25,7 +25,7 @@ import NimbusProtocol
 /// ```
 ///
 /// Field types are `STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `BYTES`, `REFERENCE`,
-/// `LOCATION` and `LIST<…>` of them; indexes `QUERYABLE`, `SEARCHABLE`, `SORTABLE`; each
+/// `LOCATION`, `ASSET` and `LIST<…>` of them (ASSET and BYTES fields take no index); indexes `QUERYABLE`, `SEARCHABLE`, `SORTABLE`; each
 /// `GRANT READ|CREATE|WRITE[, …] TO role` gives records of the type to a role in the public
 /// database (`_world`, `_icloud`, `_creator`, or one declared with `CREATE ROLE name;`).
 /// `//` starts a comment. The text Nimbus writes is canonical: types, fields and roles sorted,
@@ -270,7 +270,7 @@ public enum SchemaFile {
             return true
         }
 
-        /// `STRING`, `LIST<INT64>`, … (`ASSET` is not supported by this server).
+        /// `STRING`, `ASSET`, `LIST<INT64>`, …
         mutating func fieldType() throws(CloudKitError) -> FieldType {
             let word = try name("a field type").uppercased()
             if word == "LIST" {
@@ -284,7 +284,7 @@ public enum SchemaFile {
             }
             guard let type = FieldType(rawValue: word), !type.isList else {
                 index -= 1
-                throw fail("a field type (STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, LOCATION or LIST<…>)")
+                throw fail("a field type (STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, LOCATION, ASSET or LIST<…>)")
             }
             return type
         }

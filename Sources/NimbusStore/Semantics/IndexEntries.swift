@@ -99,7 +99,7 @@ public enum IndexValue: Sendable, Hashable {
     }
 
     /// The key a scalar field value is indexed under, or `nil` for values that are not
-    /// indexed (BYTES, and lists, whose members are indexed one by one).
+    /// indexed (BYTES, ASSET, and lists, whose members are indexed one by one).
     public init?(_ value: FieldValue) {
         switch value {
         case .string(let text): self = .text(text)
@@ -107,7 +107,7 @@ public enum IndexValue: Sendable, Hashable {
         case .double(let number): self = .real(number)
         case .reference(let reference): self = .text(reference.recordName)
         case .location(let location): self = .real(location.latitude)
-        case .bytes, .list: return nil
+        case .bytes, .asset, .list: return nil
         }
     }
 }

@@ -22,11 +22,20 @@ public struct ModifyPlanner: Sendable {
     private var nextVersion: Int64
     private let baseVersion: Int64
     private var plan = ModifyPlan()
+    /// The uploads and assets the operations' asset values name.
+    private let assets: AssetContext?
 
     /// - Parameters:
     ///   - rows: the current rows (live or tombstone) for every name ``prefetchNames(for:zone:)`` gave.
     ///   - baseVersion: the database version before this commit.
-    public init(zoneID: ZoneID, policy: WritePolicy, caller: Caller, rows: [String: StoredRecord], baseVersion: Int64) {
+    ///   - assets: the uploads and assets named by the operations' asset values
+    ///     (``AssetContext/receipts(for:)``, ``AssetContext/namedHashes(for:)``); `nil` refuses
+    ///     every asset value.
+    public init(
+        zoneID: ZoneID, policy: WritePolicy, caller: Caller, rows: [String: StoredRecord], baseVersion: Int64,
+        assets: AssetContext? = nil
+    ) {
+        self.assets = assets
         self.zoneID = zoneID
         self.policy = policy
         self.caller = caller
@@ -81,6 +90,7 @@ public struct ModifyPlanner: Sendable {
             plan.writes = []
             plan.changes = []
             plan.deletedNames = []
+            plan.spentReceipts = []
             plan.lastVersion = baseVersion
             plan.failedAtomically = true
         }
@@ -145,7 +155,7 @@ public struct ModifyPlanner: Sendable {
             if operation.type.isLocked { try checkTag(record, against: existing) }
             try checkType(record, against: existing)
             var merged = existing.fields()
-            merged.merge(record.fields) { _, new in new }
+            merged.merge(record.fields.mapValues(\.storedForm)) { _, new in new }
             fieldsJSON = Record.fieldsJSONText(merged)
             recordType = existing.recordType
         case (.replace, .some(let existing)), (.forceReplace, .some(let existing)):
@@ -161,6 +171,9 @@ public struct ModifyPlanner: Sendable {
             fieldsJSON = operation.fieldsJSON
             recordType = record.recordType
         }
+
+        let claims = try checkAssets(of: record)
+        plan.spentReceipts.append(contentsOf: claims)
 
         let version = takeVersion()
         let stamp = RecordStamp(timestamp: policy.now, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
@@ -189,6 +202,18 @@ public struct ModifyPlanner: Sendable {
                 throw access.denial(.create, operation.record.recordType, recordName: name, accessor: accessor)
             }
         }
+    }
+
+    private func checkAssets(of record: Record) throws(CloudKitError) -> [String] {
+        let hasAssets = record.fields.values.contains { !$0.assets.isEmpty }
+        guard hasAssets else { return [] }
+        guard let assets else {
+            throw CloudKitError(
+                .badRequest, "record '\(record.recordName)' holds assets, which this store does not keep",
+                recordName: record.recordName)
+        }
+        return try assets.check(
+            record, zone: zoneID.zoneName, caller: caller, now: policy.now, spent: Set(plan.spentReceipts))
     }
 
     private func checkTag(_ record: Record, against existing: StoredRecord) throws(CloudKitError) {
@@ -277,4 +302,6 @@ public struct ModifyPlan: Sendable {
     public var lastVersion: Int64 = 0
     /// The request was atomic and failed: nothing is written.
     public var failedAtomically = false
+    /// The upload receipts the saves spend: the engine marks them used in the same transaction.
+    public var spentReceipts: [String] = []
 }

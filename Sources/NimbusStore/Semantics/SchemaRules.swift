@@ -121,7 +121,7 @@ public enum SchemaRules {
     }
 
     /// Checks that `indexes` suit a field of `type`: SEARCHABLE needs text (STRING or
-    /// STRING_LIST); BYTES cannot be indexed; lists cannot be SORTABLE.
+    /// STRING_LIST); BYTES and ASSET cannot be indexed; lists cannot be SORTABLE.
     public static func checkIndexes(_ indexes: Set<IndexKind>, field: String, type: FieldType, recordType: String)
         throws(CloudKitError)
     {
@@ -131,7 +131,7 @@ public enum SchemaRules {
                 "field '\(field)' of record type '\(recordType)' is \(type.rawValue): only STRING and STRING_LIST "
                     + "fields can be SEARCHABLE")
         }
-        if element == .bytes, !indexes.isEmpty {
+        if element == .bytes || element == .asset, !indexes.isEmpty {
             throw .badRequest("field '\(field)' of record type '\(recordType)' is \(type.rawValue), which cannot be indexed")
         }
         if type.isList, indexes.contains(.sortable) {

@@ -1,0 +1,158 @@
+import NIOCore
+import NimbusProtocol
+import NimbusStore
+import PostgresNIO
+
+/// Asset bytes in PostgreSQL itself, so every node of a deployment reads what any node
+/// stored: `asset_chunks` rows of at most ``AssetBlobKey/chunkSize`` (1 MiB) of `bytea`,
+/// keyed by the blob (`upload:<id>` while an upload arrives, then its content address) and
+/// the chunk's first byte offset.
+///
+/// An upload's bytes are buffered up to one chunk and written chunk by chunk (each its own
+/// statement, so an interrupted upload keeps every whole chunk it sent, and a resumed one
+/// continues after them); committing an upload renames its chunks in one transaction. A
+/// read fetches one chunk at a time. The limits: every byte goes through the database's
+/// WAL and backups, and a 50 MB asset is 50 rows; for large volumes use a shared directory
+/// (``FileAssetStore``) or, later, an S3-compatible store behind the same seam.
+public struct PostgresAssetStore: AssetStore {
+    let store: PostgresStore
+
+    public init(store: PostgresStore) {
+        self.store = store
+    }
+
+    static func uploadBlob(_ id: String) -> String { "upload:" + id }
+
+    public func uploadedLength(_ id: String) async throws -> Int64 {
+        try await store.rows(
+            "SELECT COALESCE(sum(length(bytes)), 0)::int8 FROM asset_chunks WHERE blob = \(Self.uploadBlob(id))"
+        ).first?.decode(Int64.self) ?? 0
+    }
+
+    public func appendUpload<Chunks: AsyncSequence>(_ id: String, at offset: Int64, _ chunks: Chunks) async throws
+        -> Int64
+    where Chunks.Element == [UInt8] {
+        let blob = Self.uploadBlob(id)
+        if offset == 0 {
+            try await store.rows("DELETE FROM asset_chunks WHERE blob = \(blob)")
+        } else {
+            let held = try await uploadedLength(id)
+            guard held == offset else {
+                throw CloudKitError(
+                    .badRequest, "upload \(id) holds \(held) bytes; continue at that offset (or 0), not \(offset)")
+            }
+        }
+        var written = offset
+        var pending: [UInt8] = []
+        pending.reserveCapacity(AssetBlobKey.chunkSize)
+        func flush() async throws {
+            guard !pending.isEmpty else { return }
+            try await store.rows(
+                """
+                INSERT INTO asset_chunks (blob, start, bytes, written_at)
+                VALUES (\(blob), \(written), \(ByteBuffer(bytes: pending)), \(PostgresStore.nowMillis()))
+                """)
+            written += Int64(pending.count)
+            pending.removeAll(keepingCapacity: true)
+        }
+        do {
+            for try await chunk in chunks {
+                var rest = chunk[...]
+                while !rest.isEmpty {
+                    let take = min(rest.count, AssetBlobKey.chunkSize - pending.count)
+                    pending.append(contentsOf: rest.prefix(take))
+                    rest = rest.dropFirst(take)
+                    if pending.count == AssetBlobKey.chunkSize { try await flush() }
+                }
+            }
+        } catch {
+            // Keep what arrived: the client resumes after it.
+            try? await flush()
+            throw error
+        }
+        try await flush()
+        return written
+    }
+
+    public func readUpload(_ id: String, _ body: ([UInt8]) async throws -> Void) async throws {
+        try await readChunks(of: Self.uploadBlob(id), range: 0..<Int64.max, body)
+    }
+
+    public func commitUpload(_ id: String, as key: AssetBlobKey) async throws {
+        let blob = key.description
+        let now = PostgresStore.nowMillis()
+        try await store.transaction { transaction in
+            try await transaction.rows("DELETE FROM asset_chunks WHERE blob = \(blob)")
+            try await transaction.rows(
+                "UPDATE asset_chunks SET blob = \(blob), written_at = \(now) WHERE blob = \(Self.uploadBlob(id))")
+        }
+    }
+
+    public func discardUpload(_ id: String) async throws {
+        try await store.rows("DELETE FROM asset_chunks WHERE blob = \(Self.uploadBlob(id))")
+    }
+
+    public func size(of key: AssetBlobKey) async throws -> Int64? {
+        let row = try await store.rows(
+            "SELECT count(*)::int8, COALESCE(sum(length(bytes)), 0)::int8 FROM asset_chunks WHERE blob = \(key.description)"
+        ).first
+        guard let (count, size) = try row?.decode((Int64, Int64).self), count > 0 else { return nil }
+        return size
+    }
+
+    public func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws {
+        try await readChunks(of: key.description, range: range, body)
+    }
+
+    private func readChunks(of blob: String, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws {
+        // The chunk holding the range's first byte, then each next one.
+        var first = try await store.rows(
+            """
+            SELECT start, bytes FROM asset_chunks WHERE blob = \(blob) AND start <= \(range.lowerBound)
+            ORDER BY start DESC LIMIT 1
+            """
+        ).first
+        if first == nil && range.lowerBound > 0 {
+            throw CloudKitError(.notFound, "the asset's bytes are no longer stored")
+        }
+        var position = range.lowerBound
+        while position < range.upperBound {
+            let row: PostgresRow?
+            if let found = first {
+                row = found
+                first = nil
+            } else {
+                row = try await store.rows(
+                    "SELECT start, bytes FROM asset_chunks WHERE blob = \(blob) AND start = \(position)"
+                ).first
+            }
+            guard let row else { break }
+            let (start, buffer) = try row.decode((Int64, ByteBuffer).self)
+            let bytes = buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? []
+            let from = Int(position - start)
+            let to = Int(min(Int64(bytes.count), range.upperBound - start))
+            guard from < to else { break }
+            try await body(Array(bytes[from..<to]))
+            position = start + Int64(to)
+        }
+    }
+
+    public func deleteBlob(_ key: AssetBlobKey) async throws {
+        try await store.rows("DELETE FROM asset_chunks WHERE blob = \(key.description)")
+    }
+
+    public func sweepCandidates(olderThan cutoff: Int64) async throws -> AssetSweepCandidates {
+        var found = AssetSweepCandidates()
+        for row in try await store.rows(
+            "SELECT blob FROM asset_chunks GROUP BY blob HAVING max(written_at) < \(cutoff)")
+        {
+            let blob = try row.decode(String.self)
+            if blob.hasPrefix("upload:") {
+                found.uploads.append(String(blob.dropFirst("upload:".count)))
+            } else if let key = AssetBlobKey(blob) {
+                found.blobs.append(key)
+            }
+        }
+        return found
+    }
+}

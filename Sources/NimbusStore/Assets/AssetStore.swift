@@ -1,0 +1,59 @@
+import NimbusProtocol
+
+/// Where asset bytes live: the one seam for them (files in the data directory, chunks in
+/// PostgreSQL, an S3-compatible store later).
+///
+/// Bytes arrive as *uploads*, named by the upload's id, appended at an offset so an
+/// interrupted upload resumes from what the store already has. A finished upload is
+/// committed under its content address (``AssetBlobKey``): the same bytes uploaded twice to
+/// one database are stored once. The metadata (which blobs exist, which records reference
+/// them, which receipts are valid) is not kept here but in the engine's tables; a blob no
+/// row knows is reclaimed by the collector once older than its grace period
+/// (``sweepCandidates(olderThan:)``), so a crash between storing bytes and recording them
+/// leaks nothing for good.
+public protocol AssetStore: Sendable {
+    /// How many bytes of upload `id` the store holds (0 when it has none). An upload resumes
+    /// at this offset.
+    func uploadedLength(_ id: String) async throws -> Int64
+
+    /// Appends `chunks` to upload `id` starting at `offset`, which must be 0 (start over) or
+    /// ``uploadedLength(_:)``. Returns the upload's length after the last chunk stored; when
+    /// `chunks` throws, what was stored before stays and the error is rethrown.
+    func appendUpload<Chunks: AsyncSequence>(_ id: String, at offset: Int64, _ chunks: Chunks) async throws -> Int64
+    where Chunks.Element == [UInt8]
+
+    /// Reads upload `id` from the start, in order (to checksum a resumed upload).
+    func readUpload(_ id: String, _ body: ([UInt8]) async throws -> Void) async throws
+
+    /// Moves upload `id` to `key` (replacing a blob with the same content, which refreshes
+    /// its age); the upload's bytes are gone afterwards.
+    func commitUpload(_ id: String, as key: AssetBlobKey) async throws
+
+    /// Forgets upload `id`'s bytes (none is fine).
+    func discardUpload(_ id: String) async throws
+
+    /// The length of blob `key`, or `nil` when the store does not hold it.
+    func size(of key: AssetBlobKey) async throws -> Int64?
+
+    /// Reads `range` of blob `key` in order, handing `body` chunks of at most
+    /// ``AssetBlobKey/chunkSize`` bytes. Throws NOT_FOUND when the blob is gone.
+    func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws
+
+    /// Deletes blob `key` (a missing one is fine).
+    func deleteBlob(_ key: AssetBlobKey) async throws
+
+    /// The blobs and uploads last written before `cutoff` (milliseconds since the epoch): what
+    /// the collector checks against the engine's rows.
+    func sweepCandidates(olderThan cutoff: Int64) async throws -> AssetSweepCandidates
+}
+
+/// What ``AssetStore/sweepCandidates(olderThan:)`` found.
+public struct AssetSweepCandidates: Sendable, Equatable {
+    public var blobs: [AssetBlobKey]
+    public var uploads: [String]
+
+    public init(blobs: [AssetBlobKey] = [], uploads: [String] = []) {
+        self.blobs = blobs
+        self.uploads = uploads
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import NimbusProtocol
+
+/// Asset bytes as files under a directory (`DIR/assets` in SQLite mode, or a directory every
+/// node mounts): `blobs/<database>/<sha256>` for committed blobs, `uploads/<id>` for uploads
+/// in progress.
+///
+/// A blob only appears by a rename of a finished upload (atomic within one file system), so
+/// a reader never sees a partial blob; a crash leaves at most an upload file or a blob no
+/// row knows, both reclaimed by the collector after the grace period (their modification
+/// time tells their age). Files are read and written with blocking calls in chunks of
+/// ``AssetBlobKey/chunkSize`` at most, one chunk per call.
+public struct FileAssetStore: AssetStore {
+    public let directory: URL
+
+    /// Keeps blobs under `directory`, creating it.
+    public init(directory: String) throws {
+        self.directory = URL(fileURLWithPath: directory, isDirectory: true)
+        for sub in ["blobs", "uploads"] {
+            try FileManager.default.createDirectory(
+                at: self.directory.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+    }
+
+    func uploadPath(_ id: String) throws -> String {
+        guard !id.isEmpty, id.count <= 128, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+        else { throw CloudKitError(.badRequest, "'\(id)' is not an upload id") }
+        return directory.appendingPathComponent("uploads").appendingPathComponent(id).path
+    }
+
+    func blobPath(_ key: AssetBlobKey) -> String {
+        directory.appendingPathComponent("blobs").appendingPathComponent(key.database)
+            .appendingPathComponent(key.sha256).path
+    }
+
+    public func uploadedLength(_ id: String) async throws -> Int64 {
+        let path = try uploadPath(id)
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return 0 }
+        return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    public func appendUpload<Chunks: AsyncSequence>(_ id: String, at offset: Int64, _ chunks: Chunks) async throws
+        -> Int64
+    where Chunks.Element == [UInt8] {
+        let path = try uploadPath(id)
+        if offset == 0 || !FileManager.default.fileExists(atPath: path) {
+            guard offset == 0 else {
+                throw CloudKitError(.badRequest, "upload \(id) holds 0 bytes; continue at offset 0, not \(offset)")
+            }
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw CloudKitError(.internalError, "the server could not create the upload's file")
+            }
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let length = try handle.seekToEnd()
+        guard Int64(length) == offset else {
+            throw CloudKitError(
+                .badRequest, "upload \(id) holds \(length) bytes; continue at that offset (or 0), not \(offset)")
+        }
+        var written = offset
+        for try await chunk in chunks {
+            try handle.write(contentsOf: chunk)
+            written += Int64(chunk.count)
+        }
+        try handle.synchronize()
+        return written
+    }
+
+    public func readUpload(_ id: String, _ body: ([UInt8]) async throws -> Void) async throws {
+        let path = try uploadPath(id)
+        try await Self.read(path: path, range: 0..<Int64.max, body)
+    }
+
+    public func commitUpload(_ id: String, as key: AssetBlobKey) async throws {
+        let source = try uploadPath(id)
+        let target = blobPath(key)
+        try FileManager.default.createDirectory(
+            atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        // rename(2) replaces an existing blob of the same content atomically, with a fresh
+        // modification time: the collector's grace period starts again.
+        guard rename(source, target) == 0 else {
+            throw CloudKitError(.internalError, "the server could not store the upload (rename: errno \(errno))")
+        }
+    }
+
+    public func discardUpload(_ id: String) async throws {
+        let path = try uploadPath(id)
+        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+    }
+
+    public func size(of key: AssetBlobKey) async throws -> Int64? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: blobPath(key)) else { return nil }
+        return (attributes[.size] as? NSNumber)?.int64Value
+    }
+
+    public func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws {
+        try await Self.read(path: blobPath(key), range: range, body)
+    }
+
+    static func read(path: String, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CloudKitError(.notFound, "the asset's bytes are no longer stored")
+        }
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(range.lowerBound))
+        var remaining = range.upperBound - range.lowerBound
+        while remaining > 0 {
+            let count = Int(min(remaining, Int64(AssetBlobKey.chunkSize)))
+            guard let data = try handle.read(upToCount: count), !data.isEmpty else { break }
+            remaining -= Int64(data.count)
+            try await body(Array(data))
+        }
+    }
+
+    public func deleteBlob(_ key: AssetBlobKey) async throws {
+        let path = blobPath(key)
+        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+    }
+
+    public func sweepCandidates(olderThan cutoff: Int64) async throws -> AssetSweepCandidates {
+        let manager = FileManager.default
+        func old(_ path: String) -> Bool {
+            guard let date = (try? manager.attributesOfItem(atPath: path))?[.modificationDate] as? Date else { return false }
+            return Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) < cutoff
+        }
+        var found = AssetSweepCandidates()
+        let blobs = directory.appendingPathComponent("blobs")
+        for database in (try? manager.contentsOfDirectory(atPath: blobs.path)) ?? [] {
+            let folder = blobs.appendingPathComponent(database)
+            for name in (try? manager.contentsOfDirectory(atPath: folder.path)) ?? [] {
+                let path = folder.appendingPathComponent(name).path
+                if let key = AssetBlobKey("\(database)/\(name)"), old(path) { found.blobs.append(key) }
+            }
+        }
+        let uploads = directory.appendingPathComponent("uploads")
+        for name in (try? manager.contentsOfDirectory(atPath: uploads.path)) ?? [] {
+            if old(uploads.appendingPathComponent(name).path) { found.uploads.append(name) }
+        }
+        return found
+    }
+}
