@@ -11,10 +11,24 @@ import Testing
 struct AssetTests {
     let zone = ZoneID(zoneName: "Photos")
 
+    /// A user's private database with the Photos zone, its asset bytes through `transport`.
+    func photos(_ server: LiveServer, transport: (any AssetTransport)? = nil) async throws -> Database {
+        let database = try await server.container(user: "ana", assetTransport: transport).privateCloudDatabase
+        try await database.save(RecordZone(zoneID: zone))
+        return database
+    }
+
+    /// Saves a photo record holding `bytes` as an asset; returns the record and its saved asset.
+    func savePhoto(_ bytes: Data, in database: Database, files directory: String) async throws -> (Record, Asset) {
+        var photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "p1", zoneID: zone))
+        photo["image"] = Asset(fileURL: try AssetFiles.write(bytes, in: directory))
+        let saved = try await database.save(photo)
+        return (photo, try #require(saved["image"] as Asset?))
+    }
+
     @Test func aRecordSavesWithItsFileInOneCallAndDownloadsIntact() async throws {
         try await LiveServer.with { server in
-            let database = try await server.container(user: "ana").privateCloudDatabase
-            try await database.save(RecordZone(zoneID: zone))
+            let database = try await photos(server)
             let bytes = AssetFiles.bytes(300_000, seed: 1)
             let file = try AssetFiles.write(bytes, in: server.directory)
 
@@ -50,8 +64,7 @@ struct AssetTests {
 
     @Test func theOperationAPISavesAssetsAndReportsTheirProgress() async throws {
         try await LiveServer.with { server in
-            let database = try await server.container(user: "ana").privateCloudDatabase
-            try await database.save(RecordZone(zoneID: zone))
+            let database = try await photos(server)
             let files = try (0..<3).map { try AssetFiles.write(AssetFiles.bytes(10_000 + $0, seed: UInt64($0)), in: server.directory) }
             let records = files.enumerated().map { index, file in
                 var record = Record(recordType: "Photo", recordID: Record.ID(recordName: "p\(index)", zoneID: zone))
@@ -80,8 +93,7 @@ struct AssetTests {
 
     @Test func aMissingFileFailsBeforeAnythingIsSaved() async throws {
         try await LiveServer.with { server in
-            let database = try await server.container(user: "ana").privateCloudDatabase
-            try await database.save(RecordZone(zoneID: zone))
+            let database = try await photos(server)
             var photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "p1", zoneID: zone))
             photo["image"] = Asset(fileURL: URL(fileURLWithPath: server.directory + "/no-such-file.jpg"))
             let error = try await #require(throws: NimbusError.self) { try await database.save(photo) }
@@ -94,12 +106,9 @@ struct AssetTests {
     @Test func anUploadCutOffHalfWayContinuesFromWhatTheServerHolds() async throws {
         try await LiveServer.with { server in
             let cutting = CuttingAssetTransport(cutUploadsAt: 0.5)
-            let database = try await server.container(user: "ana", assetTransport: cutting).privateCloudDatabase
-            try await database.save(RecordZone(zoneID: zone))
+            let database = try await photos(server, transport: cutting)
             let bytes = AssetFiles.bytes(1_000_000, seed: 7)
-            var photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "p1", zoneID: zone))
-            photo["image"] = Asset(fileURL: try AssetFiles.write(bytes, in: server.directory))
-            try await database.save(photo)
+            let (photo, _) = try await savePhoto(bytes, in: database, files: server.directory)
 
             // The first request sent half and broke; the second sent only the rest.
             let ranges = cutting.uploadedRanges
@@ -114,13 +123,9 @@ struct AssetTests {
     @Test func aDownloadContinuesFromAPartialFileWithARangeRequest() async throws {
         try await LiveServer.with { server in
             let counting = CuttingAssetTransport(cutUploadsAt: nil)
-            let database = try await server.container(user: "ana", assetTransport: counting).privateCloudDatabase
-            try await database.save(RecordZone(zoneID: zone))
+            let database = try await photos(server, transport: counting)
             let bytes = AssetFiles.bytes(400_000, seed: 3)
-            var photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "p1", zoneID: zone))
-            photo["image"] = Asset(fileURL: try AssetFiles.write(bytes, in: server.directory))
-            let saved = try await database.save(photo)
-            let asset = try #require(saved["image"] as Asset?)
+            let (_, asset) = try await savePhoto(bytes, in: database, files: server.directory)
 
             // An earlier download stopped after 150,000 bytes.
             let destination = URL(fileURLWithPath: server.directory).appendingPathComponent("resumed.bin")
@@ -134,12 +139,9 @@ struct AssetTests {
 
     @Test func aCorruptPartialFileIsDetectedAndDownloadedAgain() async throws {
         try await LiveServer.with { server in
-            let database = try await server.container(user: "ana").privateCloudDatabase
-            try await database.save(RecordZone(zoneID: zone))
+            let database = try await photos(server)
             let bytes = AssetFiles.bytes(50_000, seed: 4)
-            var photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "p1", zoneID: zone))
-            photo["image"] = Asset(fileURL: try AssetFiles.write(bytes, in: server.directory))
-            let asset = try #require(try await database.save(photo)["image"] as Asset?)
+            let (_, asset) = try await savePhoto(bytes, in: database, files: server.directory)
             let destination = URL(fileURLWithPath: server.directory).appendingPathComponent("again.bin")
             try Data(repeating: 0xAB, count: 20_000).write(to: URL(fileURLWithPath: destination.path + ".partial"))
             try await database.download(asset, to: destination)
@@ -150,12 +152,8 @@ struct AssetTests {
     @Test func cancellingADownloadStopsItAndKeepsThePartialFile() async throws {
         try await LiveServer.with { server in
             let stalling = CuttingAssetTransport(cutUploadsAt: nil, stallDownloadsAfterFirstChunk: true)
-            let database = try await server.container(user: "ana", assetTransport: stalling).privateCloudDatabase
-            try await database.save(RecordZone(zoneID: zone))
-            let bytes = AssetFiles.bytes(2_000_000, seed: 5)
-            var photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "p1", zoneID: zone))
-            photo["image"] = Asset(fileURL: try AssetFiles.write(bytes, in: server.directory))
-            let asset = try #require(try await database.save(photo)["image"] as Asset?)
+            let database = try await photos(server, transport: stalling)
+            let (_, asset) = try await savePhoto(AssetFiles.bytes(2_000_000, seed: 5), in: database, files: server.directory)
             let destination = URL(fileURLWithPath: server.directory).appendingPathComponent("cancelled.bin")
             let download = Task { try await database.download(asset, to: destination) }
             try await withTimeout("the download's first bytes") { await stalling.waitForStall() }

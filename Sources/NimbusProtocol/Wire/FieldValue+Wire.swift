@@ -166,7 +166,7 @@ extension Asset {
     static let maxURLLength = 8192
 
     /// Decodes an Asset dictionary (`singleFile` as an upload answered it, or an ASSET value).
-    public init(wire reader: WireReader) throws(CloudKitError) {
+    package init(wire reader: WireReader) throws(CloudKitError) {
         func token(_ key: String, limit: Int = Asset.maxTokenLength) throws(CloudKitError) -> String? {
             guard let text = try reader.optionalString(key) else { return nil }
             guard !text.isEmpty, text.utf8.count <= limit else {

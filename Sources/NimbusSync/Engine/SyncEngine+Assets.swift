@@ -35,6 +35,8 @@ extension SyncEngine {
             }
         }
         if !missing.isEmpty { try await requestUploadURLs(missing, zone: zone, into: &known) }
+        // URLs asked for just now have no bytes behind them: no need to ask the server.
+        let fresh = Set(missing.map(\.0))
         var failed = Set<String>()
         var uploads: [AssetUploadKey: Nimbus.Asset] = [:]
         for record in carrying {
@@ -44,7 +46,9 @@ extension SyncEngine {
                     uploads[key] = asset
                 case .upload(let key, let url, let resuming):
                     do {
-                        let asset = try await upload(key, url: url, resuming: resuming, recordType: record.recordType, zone: zone)
+                        let asset = try await upload(
+                            key, url: url, resuming: resuming && !fresh.contains(key), recordType: record.recordType,
+                            zone: zone)
                         uploads[key] = asset
                         prepared.uploaded[key.recordName, default: []].append((URL(fileURLWithPath: key.file), asset))
                     } catch let error as NimbusError where !error.isRetryable && error.code != .operationCancelled {
