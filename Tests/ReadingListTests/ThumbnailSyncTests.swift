@@ -1,5 +1,6 @@
 import Foundation
 import Nimbus
+import NimbusServer
 import NimbusSync
 import ReadingList
 import Testing

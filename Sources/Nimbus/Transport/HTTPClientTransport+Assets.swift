@@ -91,7 +91,7 @@ struct FileChunks: AsyncSequence, Sendable {
                 try opened.seek(toOffset: UInt64(chunks.range.lowerBound))
                 handle = opened
             }
-            let data = try handle?.read(upToCount: Int(min(Int64(chunks.chunkSize), total - sent))) ?? Data()
+            let data = try handle?.read(upToCount: Int(Swift.min(Int64(chunks.chunkSize), total - sent))) ?? Data()
             guard !data.isEmpty else {
                 throw NimbusError(
                     .assetFileModified, "the asset's file \(chunks.file.path) became shorter while it was uploaded; save again")

@@ -239,7 +239,9 @@ enum SyncPlanner {
 
     /// The keys whose values differ between `fields` and `base`.
     static func changedKeys(_ fields: [String: FieldValue], from base: [String: FieldValue]) -> Set<String> {
-        Set(fields.keys).union(base.keys).filter { fields[$0].map { !$0.sameData(as: base[$0]) } ?? (base[$0] != nil) }
+        Set(fields.keys).union(base.keys).filter { key in
+            fields[key].map { !$0.sameData(as: base[key]) } ?? (base[key] != nil)
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Nimbus
 import NimbusProtocol
 
@@ -94,7 +95,7 @@ public struct DatabaseSyncService: SyncService {
         var urls = try await database.requestUploadURLs(for: slots)
         return try slots.map { slot in
             guard let url = urls[slot]?.popLast() else {
-                throw NimbusError.malformedResponse("assets/upload answered too few upload URLs")
+                throw NimbusError(.serverRejectedRequest, "assets/upload answered fewer upload URLs than asked for")
             }
             return url
         }

@@ -20,8 +20,8 @@ public struct Outbox {
             db, sql: "SELECT fields FROM nimbus_records WHERE zone = ? AND name = ?",
             arguments: [record.zoneName, record.recordName])
         let baseFields = try base.map { try [String: FieldValue](jsonText: $0["fields"]) } ?? [:]
-        let changed = Set(record.fields.keys).union(baseFields.keys).filter {
-            record.fields[$0].map { !$0.sameData(as: baseFields[$0]) } ?? (baseFields[$0] != nil)
+        let changed = Set(record.fields.keys).union(baseFields.keys).filter { key in
+            record.fields[key].map { !$0.sameData(as: baseFields[key]) } ?? (baseFields[key] != nil)
         }
         try upsert(
             zone: record.zoneName, name: record.recordName, kind: .save, type: record.recordType,
