@@ -103,6 +103,21 @@ struct AssetTests {
         }
     }
 
+    @Test func aFileOverTheServersLimitFailsWithLimitExceededAndNothingIsSaved() async throws {
+        try await LiveServer.with(configure: { $0.assets.maxAssetBytes = 100_000 }) { server in
+            let database = try await photos(server)
+            let error = try await #require(throws: NimbusError.self) {
+                try await savePhoto(AssetFiles.bytes(300_000, seed: 8), in: database, files: server.directory)
+            }
+            #expect(error.code == .limitExceeded, "\(error)")
+            #expect(error.message.contains("100000"), "\(error)")
+            let lookup = try await #require(throws: NimbusError.self) {
+                try await database.record(for: Record.ID(recordName: "p1", zoneID: zone))
+            }
+            #expect(lookup.code == .unknownItem)
+        }
+    }
+
     @Test func anUploadCutOffHalfWayContinuesFromWhatTheServerHolds() async throws {
         try await LiveServer.with { server in
             let cutting = CuttingAssetTransport(cutUploadsAt: 0.5)
