@@ -86,6 +86,60 @@ struct AssetSyncTests {
         }
     }
 
+    @Test func anExpiredDownloadURLIsRenewedByLookingTheRecordUp() async throws {
+        try await SyncHarness.with { harness in
+            let (a, _) = try harness.engine("A", configuration: Self.configuration)
+            let (b, bService) = try harness.engine("B", configuration: Self.configuration)
+            try await a.start()
+            try await b.start()
+            let bytes = TestBytes.make(20_000, seed: 9)
+            try a.store.write { _, outbox in try outbox.save(photo("p1", file: try TestBytes.write(bytes, in: harness.directory))) }
+            try await a.sendChanges()
+            try await b.fetchChanges()
+            let record = try #require(try b.store.record(zone: "Photos", name: "p1"))
+
+            bService.failNext("downloadAsset", with: NimbusError(.assetNotAvailable, "injected: the URL expired"))
+            let file = try #require(try await b.assetFile(for: record, field: "image"))
+            #expect(try Data(contentsOf: file) == bytes)
+            #expect(bService.calls("lookup") == 1)
+            #expect(bService.calls("downloadAsset") == 2)
+        }
+    }
+
+    @Test func uploadsAndDownloadsReportTheirProgress() async throws {
+        try await SyncHarness.with { harness in
+            let (a, _) = try harness.engine("A", configuration: Self.configuration)
+            let (b, _) = try harness.engine("B", configuration: Self.configuration)
+            try await a.start()
+            try await b.start()
+            let aEvents = a.events()
+            let bEvents = b.events()
+            let file = try TestBytes.write(TestBytes.make(300_000, seed: 4), in: harness.directory)
+            try a.store.write { _, outbox in try outbox.save(photo("p1", file: file)) }
+            try await a.sendChanges()
+            let uploaded = try await firstEvent(aEvents) { event in
+                if case .assetProgress(let transfer) = event { return transfer.progress.completedBytes == 300_000 }
+                return false
+            }
+            guard case .assetProgress(let up) = uploaded else { return }
+            #expect(up.direction == .upload && up.recordName == "p1" && up.field == "image")
+
+            try await b.fetchChanges()
+            let record = try #require(try b.store.record(zone: "Photos", name: "p1"))
+            let seen = NIOLockedValueBox<[Int64]>([])
+            _ = try await b.assetFile(for: record, field: "image") { progress in
+                seen.withLockedValue { $0.append(progress.completedBytes) }
+            }
+            #expect(seen.withLockedValue { $0.last } == 300_000)
+            let downloaded = try await firstEvent(bEvents) { event in
+                if case .assetProgress(let transfer) = event { return transfer.direction == .download }
+                return false
+            }
+            guard case .assetProgress(let down) = downloaded else { return }
+            #expect(down.progress.totalBytes == 300_000)
+        }
+    }
+
     @Test func theCacheEvictsTheLeastRecentlyUsedFilesBeyondItsBound() async throws {
         try await SyncHarness.with { harness in
             var configuration = Self.configuration

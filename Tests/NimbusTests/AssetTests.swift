@@ -118,6 +118,17 @@ struct AssetTests {
         }
     }
 
+    @Test func anExpiredDownloadURLSaysToFetchTheRecordAgain() async throws {
+        try await LiveServer.with(configure: { $0.assets.downloadLifetime = .zero }) { server in
+            let database = try await photos(server)
+            let (_, asset) = try await savePhoto(AssetFiles.bytes(1_000, seed: 9), in: database, files: server.directory)
+            let destination = URL(fileURLWithPath: server.directory).appendingPathComponent("expired.bin")
+            let error = try await #require(throws: NimbusError.self) { try await database.download(asset, to: destination) }
+            #expect(error.code == .assetNotAvailable, "\(error)")
+            #expect(error.message.contains("fetch the record again"))
+        }
+    }
+
     @Test func anUploadCutOffHalfWayContinuesFromWhatTheServerHolds() async throws {
         try await LiveServer.with { server in
             let cutting = CuttingAssetTransport(cutUploadsAt: 0.5)

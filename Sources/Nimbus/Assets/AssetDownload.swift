@@ -98,7 +98,8 @@ struct AssetDownloader: Sendable {
                     try? FileManager.default.removeItem(at: partial)
                     restarted = true
                     continue
-                case 403, 404, 410:
+                case 400, 403, 404, 410:
+                    // A GET carries nothing of ours but the URL: the URL is what is refused.
                     var error = NimbusError(httpStatus: response.status, body: response.body, headers: response.headers, zoneID: nil)
                     error.code = .assetNotAvailable
                     error.message = "the asset cannot be downloaded (\(error.message)): its download URL expired or the "

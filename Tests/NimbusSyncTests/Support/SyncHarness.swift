@@ -17,13 +17,15 @@ final class FaultyService: SyncService {
     let throttleRate: Double
     /// `records/modify` batches larger than this fail with limitExceeded.
     let maxBatch: Int
-    private let state: NIOLockedValueBox<(rng: SeededGenerator, calls: [String: Int], failures: [String: NimbusError])>
+    private let state: NIOLockedValueBox<(
+        rng: SeededGenerator, calls: [String: Int], failures: [String: NimbusError], once: [String: NimbusError]
+    )>
 
     init(base: any SyncService, seed: UInt64, throttleRate: Double = 0, maxBatch: Int = .max) {
         self.base = base
         self.throttleRate = throttleRate
         self.maxBatch = maxBatch
-        self.state = NIOLockedValueBox((SeededGenerator(seed: seed), [:], [:]))
+        self.state = NIOLockedValueBox((SeededGenerator(seed: seed), [:], [:], [:]))
     }
 
     func calls(_ name: String) -> Int { state.withLockedValue { $0.calls[name, default: 0] } }
@@ -33,11 +35,16 @@ final class FaultyService: SyncService {
         state.withLockedValue { $0.failures[name] = error }
     }
 
+    /// Makes the next call of `name` fail with `error`, once.
+    func failNext(_ name: String, with error: NimbusError) {
+        state.withLockedValue { $0.once[name] = error }
+    }
+
     private func enter(_ name: String) throws {
         let (throttled, failure) = state.withLockedValue { state -> (Bool, NimbusError?) in
             state.calls[name, default: 0] += 1
             let throttled = throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
-            return (throttled, state.failures[name])
+            return (throttled, state.once.removeValue(forKey: name) ?? state.failures[name])
         }
         if let failure { throw failure }
         if throttled {
