@@ -11,6 +11,17 @@ import Testing
 struct AssetSyncTests {
     static let configuration = SyncConfiguration(zones: ["Photos"], subscriptionID: nil)
 
+    /// Devices A and B of one user, started; B runs `configuration`, and its service counts calls.
+    func devices(
+        _ harness: SyncHarness, b configuration: SyncConfiguration = Self.configuration
+    ) async throws -> (a: SyncEngine, b: SyncEngine, bService: FaultyService) {
+        let (a, _) = try harness.engine("A", configuration: Self.configuration)
+        let (b, bService) = try harness.engine("B", configuration: configuration)
+        try await a.start()
+        try await b.start()
+        return (a, b, bService)
+    }
+
     func photo(_ name: String, file: URL) -> LocalRecord {
         LocalRecord(
             zoneName: "Photos", recordName: name, recordType: "Photo",
@@ -19,10 +30,7 @@ struct AssetSyncTests {
 
     @Test func recordsArriveFirstAndTheirBytesOnlyWhenAskedFor() async throws {
         try await SyncHarness.with { harness in
-            let (a, _) = try harness.engine("A", configuration: Self.configuration)
-            let (b, bService) = try harness.engine("B", configuration: Self.configuration)
-            try await a.start()
-            try await b.start()
+            let (a, b, bService) = try await devices(harness)
             let bytes = TestBytes.make(200_000, seed: 1)
             let file = try TestBytes.write(bytes, in: harness.directory)
             try a.store.write { _, outbox in try outbox.save(photo("p1", file: file)) }
@@ -88,10 +96,7 @@ struct AssetSyncTests {
 
     @Test func anExpiredDownloadURLIsRenewedByLookingTheRecordUp() async throws {
         try await SyncHarness.with { harness in
-            let (a, _) = try harness.engine("A", configuration: Self.configuration)
-            let (b, bService) = try harness.engine("B", configuration: Self.configuration)
-            try await a.start()
-            try await b.start()
+            let (a, b, bService) = try await devices(harness)
             let bytes = TestBytes.make(20_000, seed: 9)
             try a.store.write { _, outbox in try outbox.save(photo("p1", file: try TestBytes.write(bytes, in: harness.directory))) }
             try await a.sendChanges()
@@ -108,10 +113,7 @@ struct AssetSyncTests {
 
     @Test func uploadsAndDownloadsReportTheirProgress() async throws {
         try await SyncHarness.with { harness in
-            let (a, _) = try harness.engine("A", configuration: Self.configuration)
-            let (b, _) = try harness.engine("B", configuration: Self.configuration)
-            try await a.start()
-            try await b.start()
+            let (a, b, _) = try await devices(harness)
             let aEvents = a.events()
             let bEvents = b.events()
             let file = try TestBytes.write(TestBytes.make(300_000, seed: 4), in: harness.directory)
@@ -144,10 +146,7 @@ struct AssetSyncTests {
         try await SyncHarness.with { harness in
             var configuration = Self.configuration
             configuration.assetCacheBytes = 250_000
-            let (a, _) = try harness.engine("A", configuration: configuration)
-            let (b, bService) = try harness.engine("B", configuration: configuration)
-            try await a.start()
-            try await b.start()
+            let (a, b, bService) = try await devices(harness, b: configuration)
             let files = try (1...3).map { try TestBytes.write(TestBytes.make(100_000, seed: UInt64($0)), in: harness.directory) }
             try a.store.write { _, outbox in
                 for (index, file) in files.enumerated() { try outbox.save(photo("p\(index + 1)", file: file)) }
@@ -174,10 +173,7 @@ struct AssetSyncTests {
         try await SyncHarness.with { harness in
             var configuration = Self.configuration
             configuration.eagerAssetBytes = 50_000
-            let (a, _) = try harness.engine("A", configuration: Self.configuration)
-            let (b, bService) = try harness.engine("B", configuration: configuration)
-            try await a.start()
-            try await b.start()
+            let (a, b, bService) = try await devices(harness, b: configuration)
             let small = try TestBytes.write(TestBytes.make(10_000, seed: 1), in: harness.directory)
             let large = try TestBytes.write(TestBytes.make(100_000, seed: 2), in: harness.directory)
             try a.store.write { _, outbox in
