@@ -137,8 +137,17 @@ public struct PostgresAssetStore: AssetStore {
         }
     }
 
-    public func deleteBlob(_ key: AssetBlobKey) async throws {
-        try await store.rows("DELETE FROM asset_chunks WHERE blob = \(key.description)")
+    public func deleteBlob(_ key: AssetBlobKey, writtenBefore cutoff: Int64?) async throws {
+        let blob = key.description
+        guard let cutoff else {
+            try await store.rows("DELETE FROM asset_chunks WHERE blob = \(blob)")
+            return
+        }
+        try await store.rows(
+            """
+            DELETE FROM asset_chunks WHERE blob = \(blob)
+              AND NOT EXISTS (SELECT 1 FROM asset_chunks WHERE blob = \(blob) AND written_at >= \(cutoff))
+            """)
     }
 
     public func sweepCandidates(olderThan cutoff: Int64) async throws -> AssetSweepCandidates {

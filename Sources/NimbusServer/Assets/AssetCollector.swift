@@ -35,17 +35,21 @@ struct AssetCollector: Service {
     @discardableResult
     func collect(now: Int64) async throws -> AssetCollectionReport {
         let cutoff = now - settings.gracePeriod.milliseconds
-        var report = try await delete(try await metadata.collectAssetRows(now: now, cutoff: cutoff))
+        // Each blob is deleted only if still older than the cutoff: an upload of the same
+        // bytes committed meanwhile (which refreshes the blob's age) keeps it.
+        var report = try await delete(try await metadata.collectAssetRows(now: now, cutoff: cutoff), writtenBefore: cutoff)
         // Bytes with no row, old enough that no upload in progress is about to record them.
         let orphans = try await metadata.unknownAssetFiles(try await bytes.sweepCandidates(olderThan: cutoff))
-        let swept = try await delete(orphans)
+        let swept = try await delete(orphans, writtenBefore: cutoff)
         report.blobs += swept.blobs
         report.uploads += swept.uploads
         return report
     }
 
-    private func delete(_ candidates: AssetSweepCandidates) async throws -> AssetCollectionReport {
-        for key in candidates.blobs { try await bytes.deleteBlob(key) }
+    private func delete(_ candidates: AssetSweepCandidates, writtenBefore cutoff: Int64) async throws
+        -> AssetCollectionReport
+    {
+        for key in candidates.blobs { try await bytes.deleteBlob(key, writtenBefore: cutoff) }
         for id in candidates.uploads { try await bytes.discardUpload(id) }
         return AssetCollectionReport(blobs: candidates.blobs.count, uploads: candidates.uploads.count)
     }

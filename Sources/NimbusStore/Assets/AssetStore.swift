@@ -39,8 +39,11 @@ public protocol AssetStore: Sendable {
     /// ``AssetBlobKey/chunkSize`` bytes. Throws NOT_FOUND when the blob is gone.
     func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws
 
-    /// Deletes blob `key` (a missing one is fine).
-    func deleteBlob(_ key: AssetBlobKey) async throws
+    /// Deletes blob `key` (a missing one is fine). With `cutoff`, only when it was last
+    /// written before it (milliseconds since the epoch): the collector's check for bytes no
+    /// row knows, made again at the moment of deletion, so that a blob an upload has just
+    /// committed again (which refreshes its age) is kept.
+    func deleteBlob(_ key: AssetBlobKey, writtenBefore cutoff: Int64?) async throws
 
     /// The blobs and uploads last written before `cutoff` (milliseconds since the epoch): what
     /// the collector checks against the engine's rows.
@@ -49,7 +52,9 @@ public protocol AssetStore: Sendable {
 
 /// What ``AssetStore/sweepCandidates(olderThan:)`` found.
 public struct AssetSweepCandidates: Sendable, Equatable {
+    /// Committed blobs, by content address.
     public var blobs: [AssetBlobKey]
+    /// Uploads in progress, by upload id.
     public var uploads: [String]
 
     public init(blobs: [AssetBlobKey] = [], uploads: [String] = []) {

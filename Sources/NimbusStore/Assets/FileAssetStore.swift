@@ -82,6 +82,12 @@ public struct FileAssetStore: AssetStore {
         guard rename(source, target) == 0 else {
             throw CloudKitError(.internalError, "the server could not store the upload (rename: errno \(errno))")
         }
+        // The rename itself reaches the disk before the upload is recorded.
+        let folder = open((target as NSString).deletingLastPathComponent, O_RDONLY)
+        if folder >= 0 {
+            _ = fsync(folder)
+            _ = close(folder)
+        }
     }
 
     public func discardUpload(_ id: String) async throws {
@@ -113,17 +119,24 @@ public struct FileAssetStore: AssetStore {
         }
     }
 
-    public func deleteBlob(_ key: AssetBlobKey) async throws {
+    public func deleteBlob(_ key: AssetBlobKey, writtenBefore cutoff: Int64?) async throws {
         let path = blobPath(key)
-        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        if let cutoff, !Self.modified(path, before: cutoff) { return }
+        try FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Whether the file at `path` was last modified before `cutoff` (milliseconds).
+    static func modified(_ path: String, before cutoff: Int64) -> Bool {
+        guard let date = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date else {
+            return false
+        }
+        return Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) < cutoff
     }
 
     public func sweepCandidates(olderThan cutoff: Int64) async throws -> AssetSweepCandidates {
         let manager = FileManager.default
-        func old(_ path: String) -> Bool {
-            guard let date = (try? manager.attributesOfItem(atPath: path))?[.modificationDate] as? Date else { return false }
-            return Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) < cutoff
-        }
+        func old(_ path: String) -> Bool { Self.modified(path, before: cutoff) }
         var found = AssetSweepCandidates()
         let blobs = directory.appendingPathComponent("blobs")
         for database in (try? manager.contentsOfDirectory(atPath: blobs.path)) ?? [] {

@@ -62,13 +62,9 @@ extension TestClient {
     }
 }
 
-/// A record save with typed fields: `(value, type)` per field.
+/// A record save with typed fields (``typedOp(_:_:_:_:)`` with the record type last).
 func assetOp(_ type: String, _ name: String, _ fields: [String: (JSON, String)], recordType: String = "Photo") -> JSON {
-    let typed = fields.mapValues { value, fieldType -> JSON in ["value": value, "type": .string(fieldType)] }
-    return [
-        "operationType": .string(type),
-        "record": ["recordName": .string(name), "recordType": .string(recordType), "fields": .object(typed)],
-    ]
+    typedOp(type, name, recordType, fields)
 }
 
 /// A failure a helper reports.
