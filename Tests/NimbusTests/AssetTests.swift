@@ -118,6 +118,20 @@ struct AssetTests {
         }
     }
 
+    @Test func anAssetOverTheUsersQuotaFailsWithQuotaExceededAndNothingIsSaved() async throws {
+        try await LiveServer.with(configure: { $0.userQuotaBytes = 200_000 }) { server in
+            let database = try await photos(server)
+            let error = try await #require(throws: NimbusError.self) {
+                try await savePhoto(AssetFiles.bytes(300_000, seed: 10), in: database, files: server.directory)
+            }
+            #expect(error.code == .quotaExceeded, "\(error)")
+            let lookup = try await #require(throws: NimbusError.self) {
+                try await database.record(for: Record.ID(recordName: "p1", zoneID: zone))
+            }
+            #expect(lookup.code == .unknownItem)
+        }
+    }
+
     @Test func anExpiredDownloadURLSaysToFetchTheRecordAgain() async throws {
         try await LiveServer.with(configure: { $0.assets.downloadLifetime = .zero }) { server in
             let database = try await photos(server)
