@@ -160,6 +160,23 @@ struct AssetTests {
         }
     }
 
+    @Test func cancellingASaveMidUploadStopsItAndSavesNothing() async throws {
+        try await LiveServer.with { server in
+            let stalling = CuttingAssetTransport(cutUploadsAt: 0.5, stallInsteadOfBreaking: true)
+            let database = try await photos(server, transport: stalling)
+            var photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "p1", zoneID: zone))
+            photo["image"] = Asset(fileURL: try AssetFiles.write(AssetFiles.bytes(500_000, seed: 11), in: server.directory))
+            let record = photo
+            let save = Task { try await database.save(record) }
+            try await withTimeout("half the upload") { await stalling.waitForStall() }
+            save.cancel()
+            let error = try await #require(throws: NimbusError.self) { try await save.value }
+            #expect(error.code == .operationCancelled)
+            let lookup = try await #require(throws: NimbusError.self) { try await database.record(for: photo.id) }
+            #expect(lookup.code == .unknownItem)
+        }
+    }
+
     @Test func aDownloadContinuesFromAPartialFileWithARangeRequest() async throws {
         try await LiveServer.with { server in
             let counting = CuttingAssetTransport(cutUploadsAt: nil)
@@ -235,9 +252,14 @@ final class CuttingAssetTransport: AssetTransport {
     private let state = Locked((uploads: [Range<Int64>](), downloadRanges: [String](), downloaded: Int64(0), cut: false))
     private let (stalled, stall) = AsyncStream<Void>.makeStream()
 
-    init(cutUploadsAt: Double?, stallDownloadsAfterFirstChunk: Bool = false) {
+    private let stallUploads: Bool
+
+    /// - Parameter stallInsteadOfBreaking: the cut upload waits until its task is cancelled
+    ///   instead of failing as a broken connection.
+    init(cutUploadsAt: Double?, stallDownloadsAfterFirstChunk: Bool = false, stallInsteadOfBreaking: Bool = false) {
         self.cutUploadsAt = cutUploadsAt
         self.stallDownloads = stallDownloadsAfterFirstChunk
+        self.stallUploads = stallInsteadOfBreaking
     }
 
     var uploadedRanges: [Range<Int64>] { state.withLock { $0.uploads } }
@@ -264,6 +286,10 @@ final class CuttingAssetTransport: AssetTransport {
             chunk.headers["Content-Range"] = "bytes 0-\(end - 1)/\(total)"
             _ = try await base.upload(chunk, file: file, range: 0..<end, progress: progress)
             state.withLock { $0.uploads.append(0..<end) }
+            if stallUploads {
+                stall.yield()
+                try await Task.sleep(for: .seconds(3600))
+            }
             throw NimbusError(.networkFailure, "injected: the connection broke mid-upload")
         }
         state.withLock { $0.uploads.append(range) }
