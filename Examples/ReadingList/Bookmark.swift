@@ -1,4 +1,5 @@
 import Foundation
+import Nimbus
 import NimbusProtocol
 import NimbusSync
 
@@ -15,14 +16,21 @@ public struct Bookmark: Sendable, Hashable, Identifiable {
     public var editedAt: Int64
     /// A local change is waiting to be sent.
     public var isPending: Bool
+    /// The article's picture: a local file until it is uploaded, then the server's
+    /// description of it (its bytes come with ``ReadingList/thumbnail(of:)``).
+    public var thumbnail: Nimbus.Asset?
 
-    public init(id: String, url: String, title: String, addedAt: Int64, editedAt: Int64, isPending: Bool = false) {
+    public init(
+        id: String, url: String, title: String, addedAt: Int64, editedAt: Int64, isPending: Bool = false,
+        thumbnail: Nimbus.Asset? = nil
+    ) {
         self.id = id
         self.url = url
         self.title = title
         self.addedAt = addedAt
         self.editedAt = editedAt
         self.isPending = isPending
+        self.thumbnail = thumbnail
     }
 
     /// The bookmark a local record holds, or nil for another record type.
@@ -35,16 +43,19 @@ public struct Bookmark: Sendable, Hashable, Identifiable {
         addedAt = record[F.addedAt]?.timestampValue ?? 0
         editedAt = record[F.editedAt]?.timestampValue ?? 0
         isPending = record.isPending
+        thumbnail = record[F.thumbnail].flatMap(Nimbus.Asset.init(fieldValue:))
     }
 
     var record: LocalRecord {
         typealias F = ReadingListSchema.BookmarkField
+        var fields: [String: FieldValue] = [
+            F.url: .string(url), F.title: .string(title), F.addedAt: .timestamp(addedAt),
+            F.editedAt: .timestamp(editedAt),
+        ]
+        fields[F.thumbnail] = thumbnail?.fieldValue
         return LocalRecord(
             zoneName: ReadingListSchema.bookmarksZone, recordName: id, recordType: ReadingListSchema.bookmarkType,
-            fields: [
-                F.url: .string(url), F.title: .string(title), F.addedAt: .timestamp(addedAt),
-                F.editedAt: .timestamp(editedAt),
-            ])
+            fields: fields)
     }
 
     /// The record name of an article: a stable hash of its URL (FNV-1a, 40 bits, hex).

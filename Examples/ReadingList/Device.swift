@@ -92,6 +92,19 @@ public struct Device: Sendable {
         readingList = ReadingList(engine: engine, now: now)
     }
 
+    /// A copy of a thumbnail file in the device directory, which stays until it is uploaded.
+    public func keepThumbnail(_ file: URL) throws -> URL {
+        let folder = URL(fileURLWithPath: directory).appendingPathComponent("thumbnails", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let copy = folder.appendingPathComponent(UUID().uuidString + "-" + file.lastPathComponent)
+        do {
+            try FileManager.default.copyItem(at: file, to: copy)
+        } catch {
+            throw ReadingListError.unreadableFile(file.path)
+        }
+        return copy
+    }
+
     /// A push client for this device (connects when its events are iterated).
     public func pushClient() -> PushClient {
         PushClient(container: container)

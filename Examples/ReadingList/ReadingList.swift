@@ -82,9 +82,14 @@ public final class ReadingList: Sendable {
 
     // MARK: - Editing (local store + outbox in one transaction; no network)
 
-    /// Bookmarks an article; bookmarking it again changes its title if one is given.
+    /// Bookmarks an article; bookmarking it again changes its title (and thumbnail) if one
+    /// is given.
+    ///
+    /// - Parameter thumbnail: a picture file for the article. It is uploaded with the
+    ///   bookmark's next send (before the bookmark, which never reaches the server without
+    ///   it), so it must stay in place until then: pass a copy the app owns.
     @discardableResult
-    public func add(url: String, title: String? = nil) throws -> Bookmark {
+    public func add(url: String, title: String? = nil, thumbnail: URL? = nil) throws -> Bookmark {
         let url = url.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !url.isEmpty else { throw ReadingListError.invalidURL(url) }
         let id = Bookmark.id(for: url)
@@ -93,13 +98,15 @@ public final class ReadingList: Sendable {
             var bookmark: Bookmark
             if let existing = try outbox.record(zone: ReadingListSchema.bookmarksZone, name: id).flatMap(Bookmark.init) {
                 bookmark = existing
-                guard let title, title != existing.title else { return existing }
-                bookmark.title = title
+                let retitled = title.map { $0 != existing.title } ?? false
+                guard retitled || thumbnail != nil else { return existing }
+                bookmark.title = title ?? existing.title
                 bookmark.editedAt = time
             } else {
                 bookmark = Bookmark(
                     id: id, url: url, title: title ?? Self.defaultTitle(for: url), addedAt: time, editedAt: time)
             }
+            if let thumbnail { bookmark.thumbnail = Nimbus.Asset(fileURL: thumbnail) }
             try outbox.save(bookmark.record)
             bookmark.isPending = true
             return bookmark
@@ -189,6 +196,15 @@ public final class ReadingList: Sendable {
     public func refresh(zone: String = ReadingListSchema.bookmarksZone) async throws {
         guard ReadingListSchema.zones.contains(zone) else { throw ReadingListError.unknownZone(zone) }
         try await engine.refresh(zone: zone)
+    }
+
+    /// The file of a bookmark's thumbnail: on the device that added it, its own file; on the
+    /// others, downloaded on first use into the engine's cache (records sync first, pictures
+    /// only when they are shown). `nil` when the bookmark has no thumbnail.
+    public func thumbnail(of reference: String) async throws -> URL? {
+        let bookmark = try self.bookmark(reference)
+        guard let record = try store.record(zone: ReadingListSchema.bookmarksZone, name: bookmark.id) else { return nil }
+        return try await engine.assetFile(for: record, field: ReadingListSchema.BookmarkField.thumbnail)
     }
 
     // MARK: - Observing
@@ -311,6 +327,7 @@ public enum ReadingListError: Error, CustomStringConvertible, Equatable {
     case unknownZone(String)
     case notInitialized(String)
     case timedOut(String)
+    case unreadableFile(String)
 
     public var description: String {
         switch self {
@@ -323,6 +340,7 @@ public enum ReadingListError: Error, CustomStringConvertible, Equatable {
         case .notInitialized(let directory):
             return "\(directory) is not a Reading List device; run `reading-list init` first"
         case .timedOut(let what): return "timed out waiting for \(what)"
+        case .unreadableFile(let path): return "cannot read the file '\(path)'"
         }
     }
 }

@@ -34,12 +34,34 @@ public struct ReadingListCommands: Sendable {
         if !offline { try await sync(device, strict: true) }
     }
 
-    /// `add <url> [--title]`.
-    public func add(directory: String, url: String, title: String?, offline: Bool = false) async throws {
+    /// `add <url> [--title] [--thumbnail FILE]`: the thumbnail is copied into the device
+    /// directory first (the upload, on this sync or a later one, reads that copy).
+    public func add(
+        directory: String, url: String, title: String?, thumbnail: String? = nil, offline: Bool = false
+    ) async throws {
         let device = try Device.open(directory: directory, now: now)
-        let bookmark = try device.readingList.add(url: url, title: title)
-        output("Bookmarked \(bookmark.id)  \(bookmark.title)")
+        let copy = try thumbnail.map { try device.keepThumbnail(URL(fileURLWithPath: $0)) }
+        let bookmark = try device.readingList.add(url: url, title: title, thumbnail: copy)
+        output("Bookmarked \(bookmark.id)  \(bookmark.title)" + (copy == nil ? "" : "  (with a thumbnail)"))
         if !offline { try await sync(device) }
+    }
+
+    /// `thumbnail <id> [--output FILE]`: fetches the bookmark's thumbnail (downloaded on
+    /// first use) and prints where it is, or copies it to `output`.
+    public func thumbnail(directory: String, reference: String, outputFile: String? = nil) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        guard let file = try await device.readingList.thumbnail(of: reference) else {
+            output("No thumbnail for \(reference)")
+            return
+        }
+        if let outputFile {
+            let destination = URL(fileURLWithPath: outputFile)
+            try? FileManager.default.removeItem(at: destination)
+            try FileManager.default.copyItem(at: file, to: destination)
+            output("Thumbnail saved to \(outputFile)")
+        } else {
+            output("Thumbnail at \(file.path)")
+        }
     }
 
     /// `remove <id>`.

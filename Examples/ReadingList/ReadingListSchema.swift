@@ -20,6 +20,9 @@ public enum ReadingListSchema {
         public static let title = "title"
         public static let addedAt = "addedAt"
         public static let editedAt = "editedAt"
+        /// An optional picture of the article: an asset, uploaded with the bookmark and
+        /// downloaded lazily on the other devices.
+        public static let thumbnail = "thumbnail"
     }
 
     /// History fields.

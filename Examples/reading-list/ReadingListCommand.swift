@@ -20,7 +20,7 @@ struct ReadingListCommand: AsyncParsableCommand {
             directory. Every command reads and writes the device's local store first; the list \
             is there without a network.
             """,
-        subcommands: [Init.self, Add.self, Remove.self, Read.self, List.self, Refresh.self, Watch.self])
+        subcommands: [Init.self, Add.self, Remove.self, Read.self, List.self, Refresh.self, Watch.self, Thumbnail.self])
 }
 
 struct DeviceOptions: ParsableArguments {
@@ -60,11 +60,25 @@ extension ReadingListCommand {
         static let configuration = CommandConfiguration(abstract: "Bookmark an article.")
         @Argument(help: "The article's URL.") var url: String
         @Option(name: .long, help: "Its title (default: from the URL).") var title: String?
+        @Option(name: .long, help: "A picture file for the article (synced as an asset).") var thumbnail: String?
         @OptionGroup var device: DeviceOptions
         @OptionGroup var sync: SyncOptions
 
         func run() async throws {
-            try await ReadingListCommands().add(directory: device.directory, url: url, title: title, offline: sync.offline)
+            try await ReadingListCommands().add(
+                directory: device.directory, url: url, title: title, thumbnail: thumbnail, offline: sync.offline)
+        }
+    }
+
+    struct Thumbnail: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Fetch an article's thumbnail (downloaded on first use) and print where it is.")
+        @Argument(help: "The bookmark's ID (or a unique prefix, or its URL).") var id: String
+        @Option(name: .long, help: "Copy the thumbnail to this file.") var output: String?
+        @OptionGroup var device: DeviceOptions
+
+        func run() async throws {
+            try await ReadingListCommands().thumbnail(directory: device.directory, reference: id, outputFile: output)
         }
     }
 

@@ -27,6 +27,8 @@ public struct Container: Sendable {
     public let deviceID: String
     /// How requests travel.
     public let transport: any Transport
+    /// How asset bytes travel (uploads and downloads, streamed from and to files).
+    public let assetTransport: any AssetTransport
     /// How long one request may take.
     public var requestTimeout: Duration
 
@@ -38,19 +40,30 @@ public struct Container: Sendable {
     ///   - deviceID: defaults to a new UUID; pass a persisted one so the server recognises
     ///     this device across launches.
     ///   - transport: defaults to ``HTTPClientTransport``.
-    ///   - requestTimeout: how long one request may take.
+    ///   - assetTransport: how asset bytes travel; defaults to `transport` when it is an
+    ///     ``AssetTransport`` (``HTTPClientTransport`` is), and to a ``BufferedAssetTransport``
+    ///     over it otherwise.
+    ///   - requestTimeout: how long one request may take (an asset upload or download may
+    ///     take longer: see ``assetTimeout``).
     public init(
         identifier: String, environment: Environment = .development, baseURL: URL, credentials: Credentials,
-        deviceID: String = UUID().uuidString, transport: (any Transport)? = nil, requestTimeout: Duration = .seconds(60)
+        deviceID: String = UUID().uuidString, transport: (any Transport)? = nil,
+        assetTransport: (any AssetTransport)? = nil, requestTimeout: Duration = .seconds(60)
     ) {
         self.identifier = identifier
         self.environment = environment
         self.baseURL = baseURL
         self.credentials = credentials
         self.deviceID = deviceID
-        self.transport = transport ?? HTTPClientTransport()
+        let transport = transport ?? HTTPClientTransport()
+        self.transport = transport
+        self.assetTransport = assetTransport ?? (transport as? any AssetTransport) ?? BufferedAssetTransport(transport)
         self.requestTimeout = requestTimeout
     }
+
+    /// How long one asset upload or download request may take (an hour by default: a large
+    /// file on a slow link). Cancel the calling task to stop one sooner.
+    public var assetTimeout: Duration = .seconds(3600)
 
     /// The container's public database, shared by all its users.
     public var publicCloudDatabase: Database { Database(container: self, scope: .public) }
@@ -66,9 +79,11 @@ public struct Container: Sendable {
 
     /// The same container with other credentials (another user signed in).
     public func with(credentials: Credentials) -> Container {
-        Container(
+        var copy = Container(
             identifier: identifier, environment: environment, baseURL: baseURL, credentials: credentials,
-            deviceID: deviceID, transport: transport, requestTimeout: requestTimeout)
+            deviceID: deviceID, transport: transport, assetTransport: assetTransport, requestTimeout: requestTimeout)
+        copy.assetTimeout = assetTimeout
+        return copy
     }
 
     /// The signed-in user's record ID in this container (`users/current`).

@@ -42,13 +42,20 @@ extension Database {
         return results
     }
 
-    /// Saves one record.
+    /// Saves one record, uploading the files of its new ``Asset``s first.
+    /// - Parameter assetProgress: called as the files of the record's assets upload, with
+    ///   the field and the bytes sent of that file.
     /// - Returns: the record as the server saved it (new change tag, no changed keys).
     /// - Throws: ``NimbusError/Code/serverRecordChanged`` (with client, ancestor and server
     ///   records) when the server's copy changed and `savePolicy` checks for that.
     @discardableResult
-    public func save(_ record: Record, savePolicy: SavePolicy = .ifServerRecordUnchanged) async throws -> Record {
-        let results = try await modifyRecords(saving: [record], savePolicy: savePolicy, atomically: false)
+    public func save(
+        _ record: Record, savePolicy: SavePolicy = .ifServerRecordUnchanged,
+        assetProgress: (@Sendable (_ field: String, TransferProgress) -> Void)? = nil
+    ) async throws -> Record {
+        let results = try await modifyRecords(
+            saving: [record], savePolicy: savePolicy, atomically: false,
+            assetProgress: assetProgress.map { report in { @Sendable _, field, progress in report(field, progress) } })
         guard let result = results.saveResults[record.id] else {
             throw NimbusError.malformedResponse("no result for record \(record.id)")
         }
@@ -68,6 +75,12 @@ extension Database {
 
     /// Saves and deletes records, returning each item's result.
     ///
+    /// Files of new ``Asset``s in the fields a save sends are uploaded first (upload URLs
+    /// from `assets/upload`, at most 200 per request; each file streamed, and continued from
+    /// what the server holds if the connection breaks), then the records are saved with the
+    /// uploads' receipts. A file that cannot be read throws
+    /// ``NimbusError/Code/assetFileNotFound`` before anything is sent.
+    ///
     /// One `records/modify` request per zone (CloudKit Web Services modifies one zone per
     /// request, and atomicity holds within a zone). A request that fails as a whole throws
     /// when all items are in one zone; with several zones, its error becomes each of that
@@ -82,14 +95,19 @@ extension Database {
     ///   - deleteChangeTags: change tags for some of the deletions: those are locked deletes,
     ///     which fail with ``NimbusError/Code/serverRecordChanged`` (carrying the server's
     ///     record) if the record changed since that version. Other deletions are forced.
+    ///   - assetProgress: called as asset files upload: the record, the field, the bytes sent.
     public func modifyRecords(
         saving recordsToSave: [Record] = [], deleting recordIDsToDelete: [Record.ID] = [],
         savePolicy: SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true,
-        deleteChangeTags: [Record.ID: String] = [:]
+        deleteChangeTags: [Record.ID: String] = [:],
+        assetProgress: (@Sendable (Record.ID, String, TransferProgress) -> Void)? = nil
     ) async throws -> (
         saveResults: [Record.ID: Result<Record, NimbusError>], deleteResults: [Record.ID: Result<Void, NimbusError>]
     ) {
         enum Item { case save(Record), delete(Record.ID) }
+        let uploaded = try await uploadingAssets(of: recordsToSave, policy: savePolicy, progress: assetProgress)
+        // What is sent carries the receipts; results and errors name the records as given.
+        let outgoing = Dictionary(zip(recordsToSave.map(\.id), uploaded), uniquingKeysWith: { _, last in last })
         var items: [Item] = recordsToSave.map(Item.save)
         items += recordIDsToDelete.map(Item.delete)
         func itemID(_ item: Item) -> Record.ID {
@@ -111,7 +129,7 @@ extension Database {
         for (zoneID, zoneItems) in groups {
             let operations: [JSON] = zoneItems.map { item in
                 switch item {
-                case .save(let record): return record.modifyOperationJSON(policy: savePolicy)
+                case .save(let record): return (outgoing[record.id] ?? record).modifyOperationJSON(policy: savePolicy)
                 case .delete(let id):
                     if let tag = deleteChangeTags[id] {
                         return .object([

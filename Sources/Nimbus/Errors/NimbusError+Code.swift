@@ -54,6 +54,14 @@ extension NimbusError {
         public static let referenceViolation = Code(rawValue: "referenceViolation")
         /// The operation or task was cancelled.
         public static let operationCancelled = Code(rawValue: "operationCancelled")
+        /// An asset's local file does not exist or cannot be read; nothing was saved.
+        public static let assetFileNotFound = Code(rawValue: "assetFileNotFound")
+        /// An asset's local file changed while it was uploaded, or a download's bytes do not
+        /// match the server's checksum; save (or download) again.
+        public static let assetFileModified = Code(rawValue: "assetFileModified")
+        /// The server no longer holds the asset's bytes, or its download URL expired: fetch
+        /// the record again for a fresh one.
+        public static let assetNotAvailable = Code(rawValue: "assetNotAvailable")
 
         /// Every code this version of the SDK produces.
         public static let allKnown: [Code] = [
@@ -61,6 +69,7 @@ extension NimbusError {
             .requestRateLimited, .serviceUnavailable, .zoneBusy, .networkFailure, .networkUnavailable,
             .notAuthenticated, .permissionFailure, .quotaExceeded, .limitExceeded, .batchRequestFailed,
             .invalidArguments, .serverRejectedRequest, .internalError, .referenceViolation, .operationCancelled,
+            .assetFileNotFound, .assetFileModified, .assetNotAvailable,
         ]
 
         /// Whether a request that failed with this code may succeed if sent again later.

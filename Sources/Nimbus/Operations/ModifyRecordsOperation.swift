@@ -7,6 +7,10 @@ import NimbusProtocol
 /// zone's results arrive, then ``modifyRecordsResultBlock`` runs once with success or a
 /// ``NimbusError/Code/partialFailure`` whose ``NimbusError/partialErrorsByItemID`` names
 /// each failed record.
+///
+/// Records whose fields hold new ``Asset``s have their files uploaded first, as
+/// ``Database/modifyRecords(saving:deleting:savePolicy:atomically:deleteChangeTags:assetProgress:)``
+/// does; ``perAssetProgressBlock`` reports the bytes sent.
 public final class ModifyRecordsOperation: DatabaseOperation, @unchecked Sendable {
     @Guarded public var recordsToSave: [Record]?
     @Guarded public var recordIDsToDelete: [Record.ID]?
@@ -20,6 +24,8 @@ public final class ModifyRecordsOperation: DatabaseOperation, @unchecked Sendabl
     @Guarded public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, NimbusError>) -> Void)?
     @Guarded public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, NimbusError>) -> Void)?
     @Guarded public var modifyRecordsResultBlock: (@Sendable (Result<Void, NimbusError>) -> Void)?
+    /// Called as asset files upload: the record, the field and the bytes sent of that file.
+    @Guarded public var perAssetProgressBlock: (@Sendable (Record.ID, String, TransferProgress) -> Void)?
 
     public init(recordsToSave: [Record]? = nil, recordIDsToDelete: [Record.ID]? = nil) {
         super.init()
@@ -43,7 +49,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, @unchecked Sendabl
             do {
                 (saveResults, deleteResults) = try await database.modifyRecords(
                     saving: zoneSaves, deleting: zoneDeletes, savePolicy: savePolicy, atomically: isAtomic,
-                    deleteChangeTags: deleteChangeTags)
+                    deleteChangeTags: deleteChangeTags, assetProgress: perAssetProgressBlock)
             } catch let error as NimbusError {
                 if error.code == .operationCancelled { return .failure(error) }
                 for record in zoneSaves { saveResults[record.id] = .failure(error.about(record.id)) }

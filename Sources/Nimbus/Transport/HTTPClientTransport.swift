@@ -7,7 +7,7 @@ import NimbusProtocol
 
 /// The default ``Transport``: AsyncHTTPClient (SwiftNIO), on Linux and Apple platforms.
 public struct HTTPClientTransport: Transport {
-    private let client: HTTPClient
+    let client: HTTPClient
 
     /// - Parameter client: defaults to ``sharedClient``. Pass your own to configure TLS or
     ///   proxies (and shut it down yourself).
@@ -27,21 +27,39 @@ public struct HTTPClientTransport: Transport {
     }()
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        var httpRequest = HTTPClientRequest(url: request.url.absoluteString)
-        httpRequest.method = request.method == .get ? .GET : .POST
-        for (name, value) in request.headers { httpRequest.headers.add(name: name, value: value) }
+        var httpRequest = makeRequest(request)
         if let body = request.body { httpRequest.body = .bytes(ByteBuffer(bytes: body)) }
-        let timeout = TimeAmount.nanoseconds(Int64(request.timeout.components.seconds) * 1_000_000_000
-            + request.timeout.components.attoseconds / 1_000_000_000)
         do {
-            let response = try await client.execute(httpRequest, timeout: timeout)
+            let response = try await client.execute(httpRequest, timeout: Self.timeAmount(request.timeout))
             let body = try await response.body.collect(upTo: 64 << 20)
-            var headers: [String: String] = [:]
-            for header in response.headers { headers[header.name.lowercased()] = header.value }
-            return TransportResponse(status: Int(response.status.code), headers: headers, body: Data(body.readableBytesView))
+            return TransportResponse(status: Int(response.status.code), headers: Self.headers(response), body: Data(body.readableBytesView))
         } catch {
             throw Self.map(error)
         }
+    }
+
+    /// The request's method, URL and headers (without its body).
+    func makeRequest(_ request: TransportRequest) -> HTTPClientRequest {
+        var httpRequest = HTTPClientRequest(url: request.url.absoluteString)
+        switch request.method {
+        case .get: httpRequest.method = .GET
+        case .post: httpRequest.method = .POST
+        case .put: httpRequest.method = .PUT
+        }
+        for (name, value) in request.headers { httpRequest.headers.add(name: name, value: value) }
+        return httpRequest
+    }
+
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        TimeAmount.nanoseconds(Int64(duration.components.seconds) * 1_000_000_000
+            + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// Header names in lower case.
+    static func headers(_ response: HTTPClientResponse) -> [String: String] {
+        var headers: [String: String] = [:]
+        for header in response.headers { headers[header.name.lowercased()] = header.value }
+        return headers
     }
 
     /// Sorts a client error into cancellation, "could not reach" and "failed part-way".

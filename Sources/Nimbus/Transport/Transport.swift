@@ -19,6 +19,8 @@ public struct TransportRequest: Sendable, CustomStringConvertible {
     public enum Method: String, Sendable, Hashable {
         case get = "GET"
         case post = "POST"
+        /// Nimbus's resumable asset uploads send chunks with `PUT`.
+        case put = "PUT"
     }
 
     public var method: Method

@@ -45,6 +45,8 @@ enum StoreAction: Equatable {
     /// Moves the pending change to the quarantine of the signed-in account.
     case quarantinePending
     case logConflict([FieldResolution])
+    /// Forgets the record's asset uploads (their receipts were spent or refused).
+    case forgetUploads
 }
 
 /// What an answer of the server means for one record.

@@ -41,10 +41,26 @@ enum SyncPlanner {
         }
     }
 
-    /// The server answered a save that sent revision `sent` of the record's pending change.
+    /// The server answered a save that sent revision `sent` of the record's pending change
+    /// (`carriedReceipts`: with asset uploads' receipts, which a save spends).
     static func saveAnswered(
-        _ answer: Result<Nimbus.Record, NimbusError>, sent: Int64, state: LocalState, rules: MergeRules
+        _ answer: Result<Nimbus.Record, NimbusError>, sent: Int64, state: LocalState, rules: MergeRules,
+        carriedReceipts: Bool = false
     ) -> Decision {
+        if carriedReceipts {
+            var decision = saveAnswered(answer, sent: sent, state: state, rules: rules)
+            switch answer {
+            case .success:
+                // Spent: a later save of new files asks for new uploads.
+                decision.actions.append(.forgetUploads)
+            case .failure(let error) where error.code == .invalidArguments:
+                // A receipt refused (expired, or already used): upload the files again.
+                decision = Decision(actions: [.forgetUploads], send: .sendAgain(error))
+            case .failure:
+                break
+            }
+            return decision
+        }
         switch answer {
         case .success(let saved):
             var decision = Decision(actions: [.putCopy(saved, confirmed: false)], send: .saved)
@@ -223,7 +239,9 @@ enum SyncPlanner {
 
     /// The keys whose values differ between `fields` and `base`.
     static func changedKeys(_ fields: [String: FieldValue], from base: [String: FieldValue]) -> Set<String> {
-        Set(fields.keys).union(base.keys).filter { fields[$0] != base[$0] }
+        Set(fields.keys).union(base.keys).filter { key in
+            fields[key].map { !$0.sameData(as: base[key]) } ?? (base[key] != nil)
+        }
     }
 }
 

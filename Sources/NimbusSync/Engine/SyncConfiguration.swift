@@ -45,5 +45,14 @@ public struct SyncConfiguration: Sendable {
         self.retryPolicy = retryPolicy
     }
 
+    /// The most bytes the asset cache keeps on disk: beyond it, the least recently used
+    /// files are evicted (never those pending changes hold). 256 MB by default.
+    public var assetCacheBytes: Int64 = 256 << 20
+
+    /// Assets smaller than this are downloaded as soon as a fetch brings their records
+    /// (`nil`, the default: only on demand, ``SyncEngine/assetFile(for:field:progress:)``,
+    /// or when the app calls ``SyncEngine/prefetchAssets(inZones:smallerThan:)``).
+    public var eagerAssetBytes: Int64?
+
     func rules(for recordType: String) -> MergeRules { mergeRules[recordType] ?? defaultMergeRules }
 }

@@ -88,6 +88,9 @@ extension SyncEngine {
             case .nothing: nothing.append(change)
             }
         }
+        // Asset files first: a save goes out only with its uploads' receipts.
+        let assets = try await uploadingAssets(saves, zone: zone)
+        saves = assets.records
         let results: (saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>], deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>])
         if saves.isEmpty && deletes.isEmpty {
             results = ([:], [:])
@@ -99,6 +102,7 @@ extension SyncEngine {
         let sent = Dictionary(uniqueKeysWithValues: batch.map { ($0.recordName, $0.revision) })
         let rules = configuration
         let unsent = nothing
+        let receipts = assets.withReceipts
         let settled = try await store.transaction { transaction in
             var settled = SentBatch()
             // Deletes of records that never reached the server: nothing was sent.
@@ -113,7 +117,7 @@ extension SyncEngine {
                 let recordType = (try? answer.get())?.recordType ?? answer.serverRecord?.recordType ?? ""
                 let decision = SyncPlanner.saveAnswered(
                     answer, sent: revision, state: try transaction.localState(zone: zone, name: name),
-                    rules: rules.rules(for: recordType))
+                    rules: rules.rules(for: recordType), carriedReceipts: receipts.contains(name))
                 try settled.record(decision, name: name, zone: zone, transaction)
             }
             for (id, answer) in results.deleteResults {
@@ -125,7 +129,8 @@ extension SyncEngine {
             }
             return settled
         }
-        var failures = settled.failures
+        var failures = settled.failures + assets.failures
+        if !assets.uploaded.isEmpty { try await adoptUploads(assets.uploaded, saved: settled.saved) }
         for (name, error) in settled.again {
             let id = LocalRecordID(zoneName: zone, recordName: name)
             drain.attempts[id, default: 0] += 1

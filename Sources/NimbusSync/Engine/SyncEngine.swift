@@ -38,6 +38,8 @@ public actor SyncEngine {
     /// synchronously from any context.
     private nonisolated let subscribers = NIOLockedValueBox<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
     private var pushTask: Task<Void, Never>?
+    /// Downloads into the asset cache in flight, by checksum (one per file, however many ask).
+    var downloads: [String: Task<URL, any Error>] = [:]
 
     /// How many database fetches actually ran (triggers that coalesced do not count).
     public private(set) var fetchesRun = 0
@@ -69,7 +71,7 @@ public actor SyncEngine {
         return stream
     }
 
-    func emit(_ event: SyncEvent) {
+    nonisolated func emit(_ event: SyncEvent) {
         let continuations = subscribers.withLockedValue { Array($0.values) }
         for continuation in continuations { continuation.yield(event) }
     }
@@ -166,6 +168,11 @@ public actor SyncEngine {
         case .fetch:
             fetchesRun += 1
             try await withLock { try await self.fetchDatabase() }
+            // Outside the lock: downloads do not hold up sends.
+            // A failed download is reported, not thrown: the records were fetched.
+            if let eager = configuration.eagerAssetBytes {
+                do { _ = try await prefetchAssets(smallerThan: eager) } catch { emit(.fetchFailed(error)) }
+            }
         case .send:
             try await withLock { try await self.sendOutbox() }
         }

@@ -27,6 +27,19 @@ public enum SyncEvent: Sendable {
     /// A send nobody awaits failed: the upload after a lost zone was recreated. The changes
     /// stay in the outbox for the next ``SyncEngine/sendChanges()``.
     case sendFailed(any Error)
+    /// An asset file's bytes moved: an upload before its record's save, or a download into
+    /// the cache.
+    case assetProgress(AssetTransfer)
+
+    /// How far one asset file's upload or download got.
+    public struct AssetTransfer: Sendable, Hashable {
+        public enum Direction: Sendable, Hashable { case upload, download }
+        public var direction: Direction
+        public var zone: String
+        public var recordName: String
+        public var field: String
+        public var progress: TransferProgress
+    }
 
     public struct SendFailure: Sendable {
         public var zone: String

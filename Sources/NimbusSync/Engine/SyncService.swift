@@ -1,3 +1,4 @@
+import Foundation
 import Nimbus
 import NimbusProtocol
 
@@ -15,6 +16,36 @@ public protocol SyncService: Sendable {
         saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>],
         deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>]
     )
+
+    // MARK: Asset bytes
+
+    /// Upload URLs (`assets/upload`) for asset files of `zone`'s records, one per entry, in order.
+    func assetUploadURLs(zone: String, for fields: [AssetField]) async throws -> [URL]
+    /// Uploads a file to an upload URL; `resuming` when an earlier run may have sent part of
+    /// it (the server is asked how much it holds). Returns the upload's answer: an ``Asset``
+    /// whose receipt attaches it to the record.
+    func uploadAsset(
+        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws -> Nimbus.Asset
+    /// Downloads an asset's bytes to `destination`, continuing a partial download.
+    func downloadAsset(
+        _ asset: Nimbus.Asset, to destination: URL, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws
+    /// The server's current record (for fresh download URLs), or `nil` when it is gone.
+    func lookup(zone: String, recordName: String) async throws -> Nimbus.Record?
+}
+
+/// One asset field of a record an upload URL is asked for.
+public struct AssetField: Sendable, Hashable {
+    public var recordName: String
+    public var recordType: String
+    public var field: String
+
+    public init(recordName: String, recordType: String, field: String) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.field = field
+    }
 }
 
 /// The engine's view of a private database, through the SDK.
@@ -52,5 +83,41 @@ public struct DatabaseSyncService: SyncService {
         try await database.modifyRecords(
             saving: saving, deleting: Array(deleting.keys), savePolicy: .ifServerRecordUnchanged, atomically: false,
             deleteChangeTags: deleting)
+    }
+
+    public func assetUploadURLs(zone: String, for fields: [AssetField]) async throws -> [URL] {
+        let zoneID = ZoneID(zoneName: zone)
+        let slots = fields.map {
+            Nimbus.Database.AssetSlot(
+                recordID: Nimbus.Record.ID(recordName: $0.recordName, zoneID: zoneID), recordType: $0.recordType,
+                fieldName: $0.field)
+        }
+        var urls = try await database.requestUploadURLs(for: slots)
+        return try slots.map { slot in
+            guard let url = urls[slot]?.popLast() else {
+                throw NimbusError(.serverRejectedRequest, "assets/upload answered fewer upload URLs than asked for")
+            }
+            return url
+        }
+    }
+
+    public func uploadAsset(
+        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws -> Nimbus.Asset {
+        Nimbus.Asset(serverValue: try await database.uploadFile(file, to: url, resuming: resuming, progress: progress))
+    }
+
+    public func downloadAsset(
+        _ asset: Nimbus.Asset, to destination: URL, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws {
+        try await database.download(asset, to: destination, progress: progress)
+    }
+
+    public func lookup(zone: String, recordName: String) async throws -> Nimbus.Record? {
+        do {
+            return try await database.record(for: Nimbus.Record.ID(recordName: recordName, zoneID: ZoneID(zoneName: zone)))
+        } catch let error as NimbusError where error.code == .unknownItem {
+            return nil
+        }
     }
 }

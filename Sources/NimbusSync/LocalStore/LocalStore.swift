@@ -12,6 +12,8 @@ import NimbusProtocol
 /// records through ``changes()``; the engine's own tables are private to it.
 public final class LocalStore: Sendable {
     let pool: DatabasePool
+    /// The store's file.
+    let path: String
     /// The wall clock, for the outbox's order, the conflict log and the quarantine.
     let now: @Sendable () -> Date
     /// Subscribers of ``changes()``.
@@ -20,6 +22,7 @@ public final class LocalStore: Sendable {
     /// Opens (or creates) the store at `path`; `now` is the clock it stamps outbox entries,
     /// conflicts and quarantined records with.
     public init(path: String, now: @escaping @Sendable () -> Date = { Date() }) throws {
+        self.path = path
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         var configuration = Configuration()
@@ -92,6 +95,28 @@ public final class LocalStore: Sendable {
             // The send order: a zone at a time (a request names one zone), oldest first.
             try db.execute(
                 sql: "CREATE INDEX nimbus_outbox_send_order ON nimbus_outbox (zone, enqueued_at, name)")
+        }
+        migrator.registerMigration("sync-v3-assets") { db in
+            try db.execute(
+                sql: """
+                    -- How far each asset file of a pending save got: its upload URL (kept before a byte
+                    -- is sent, so an interrupted upload resumes), then the upload's answer with its receipt.
+                    CREATE TABLE nimbus_asset_uploads (
+                        zone TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        field TEXT NOT NULL,
+                        file TEXT NOT NULL,
+                        url TEXT,
+                        uploaded TEXT,
+                        PRIMARY KEY (zone, name, field, file)
+                    );
+                    -- The downloaded asset files (named by checksum in the cache directory).
+                    CREATE TABLE nimbus_asset_cache (
+                        checksum TEXT PRIMARY KEY,
+                        size INTEGER NOT NULL,
+                        last_used INTEGER NOT NULL
+                    );
+                    """)
         }
         return migrator
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Nimbus
 import NimbusProtocol
 
 /// The outbox, inside a write transaction of the ``LocalStore``.
@@ -19,7 +20,9 @@ public struct Outbox {
             db, sql: "SELECT fields FROM nimbus_records WHERE zone = ? AND name = ?",
             arguments: [record.zoneName, record.recordName])
         let baseFields = try base.map { try [String: FieldValue](jsonText: $0["fields"]) } ?? [:]
-        let changed = Set(record.fields.keys).union(baseFields.keys).filter { record.fields[$0] != baseFields[$0] }
+        let changed = Set(record.fields.keys).union(baseFields.keys).filter { key in
+            record.fields[key].map { !$0.sameData(as: baseFields[key]) } ?? (baseFields[key] != nil)
+        }
         try upsert(
             zone: record.zoneName, name: record.recordName, kind: .save, type: record.recordType,
             fields: record.fields, changedKeys: changed)

@@ -196,6 +196,9 @@ struct StoreTransaction {
             case .logConflict(let resolutions):
                 conflicts.append(try logConflict(zone: zone, name: name, resolutions: resolutions))
                 continue
+            case .forgetUploads:
+                try forgetUploads(zone: zone, name: name)
+                continue  // the app's view did not change
             }
             changes.insert(zone: zone, name: name)
         }
@@ -248,6 +251,7 @@ struct StoreTransaction {
             arguments: [account, now])
         try db.execute(sql: "DELETE FROM nimbus_records")
         try db.execute(sql: "DELETE FROM nimbus_outbox")
+        try db.execute(sql: "DELETE FROM nimbus_asset_uploads")
         try db.execute(sql: "DELETE FROM nimbus_zones")
         try db.execute(sql: "DELETE FROM nimbus_state WHERE key != ?", arguments: [StateKey.account])
     }

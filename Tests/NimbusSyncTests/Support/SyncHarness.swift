@@ -17,13 +17,15 @@ final class FaultyService: SyncService {
     let throttleRate: Double
     /// `records/modify` batches larger than this fail with limitExceeded.
     let maxBatch: Int
-    private let state: NIOLockedValueBox<(rng: SeededGenerator, calls: [String: Int], failures: [String: NimbusError])>
+    private let state: NIOLockedValueBox<(
+        rng: SeededGenerator, calls: [String: Int], failures: [String: NimbusError], once: [String: NimbusError]
+    )>
 
     init(base: any SyncService, seed: UInt64, throttleRate: Double = 0, maxBatch: Int = .max) {
         self.base = base
         self.throttleRate = throttleRate
         self.maxBatch = maxBatch
-        self.state = NIOLockedValueBox((SeededGenerator(seed: seed), [:], [:]))
+        self.state = NIOLockedValueBox((SeededGenerator(seed: seed), [:], [:], [:]))
     }
 
     func calls(_ name: String) -> Int { state.withLockedValue { $0.calls[name, default: 0] } }
@@ -33,11 +35,16 @@ final class FaultyService: SyncService {
         state.withLockedValue { $0.failures[name] = error }
     }
 
+    /// Makes the next call of `name` fail with `error`, once.
+    func failNext(_ name: String, with error: NimbusError) {
+        state.withLockedValue { $0.once[name] = error }
+    }
+
     private func enter(_ name: String) throws {
         let (throttled, failure) = state.withLockedValue { state -> (Bool, NimbusError?) in
             state.calls[name, default: 0] += 1
             let throttled = throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
-            return (throttled, state.failures[name])
+            return (throttled, state.once.removeValue(forKey: name) ?? state.failures[name])
         }
         if let failure { throw failure }
         if throttled {
@@ -77,6 +84,26 @@ final class FaultyService: SyncService {
         }
         return try await base.modify(saving: saving, deleting: deleting)
     }
+    func assetUploadURLs(zone: String, for fields: [AssetField]) async throws -> [URL] {
+        try enter("assetUploadURLs")
+        return try await base.assetUploadURLs(zone: zone, for: fields)
+    }
+    func uploadAsset(
+        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws -> Nimbus.Asset {
+        try enter(resuming ? "uploadAsset:resuming" : "uploadAsset")
+        return try await base.uploadAsset(file, to: url, resuming: resuming, progress: progress)
+    }
+    func downloadAsset(
+        _ asset: Nimbus.Asset, to destination: URL, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws {
+        try enter("downloadAsset")
+        try await base.downloadAsset(asset, to: destination, progress: progress)
+    }
+    func lookup(zone: String, recordName: String) async throws -> Nimbus.Record? {
+        try enter("lookup")
+        return try await base.lookup(zone: zone, recordName: recordName)
+    }
 }
 
 /// A real server with one user and helpers to make devices (engines with their own stores).
@@ -113,10 +140,11 @@ final class SyncHarness: Sendable {
         ).token
     }
 
-    func container(device: String, webToken: String? = nil) -> Container {
+    func container(device: String, webToken: String? = nil, assetTransport: (any AssetTransport)? = nil) -> Container {
         Container(
             identifier: Self.containerID, baseURL: URL(string: server.baseURL)!,
-            credentials: .apiToken(apiToken, webAuthToken: webToken ?? self.webToken), deviceID: device)
+            credentials: .apiToken(apiToken, webAuthToken: webToken ?? self.webToken), deviceID: device,
+            assetTransport: assetTransport)
     }
 
     /// Retry waits that wait for nothing (throttling is retried at once).
@@ -130,10 +158,11 @@ final class SyncHarness: Sendable {
     /// An engine for `device` over its (persistent) local store.
     func engine(
         _ device: String, configuration: SyncConfiguration, seed: UInt64 = 1, throttleRate: Double = 0,
-        maxBatch: Int = .max, webToken: String? = nil
+        maxBatch: Int = .max, webToken: String? = nil, assetTransport: (any AssetTransport)? = nil
     ) throws -> (SyncEngine, FaultyService) {
+        let database = container(device: device, webToken: webToken, assetTransport: assetTransport).privateCloudDatabase
         let service = FaultyService(
-            base: DatabaseSyncService(database: container(device: device, webToken: webToken).privateCloudDatabase),
+            base: DatabaseSyncService(database: database),
             seed: seed, throttleRate: throttleRate, maxBatch: maxBatch)
         let engine = SyncEngine(
             service: service, store: try LocalStore(path: storePath(device)), configuration: configuration,

@@ -53,12 +53,14 @@ final class LiveServer: Sendable {
     }
 
     /// A container signed in as a new user (or an existing one, by name), on one device.
-    func container(user: String, device: String = UUID().uuidString) async throws -> Container {
+    func container(
+        user: String, device: String = UUID().uuidString, assetTransport: (any AssetTransport)? = nil
+    ) async throws -> Container {
         let token = try await server.store.createUser(
             name: user, email: nil, firstName: nil, lastName: nil, container: Self.containerID)
         return Container(
             identifier: Self.containerID, baseURL: baseURL, credentials: .apiToken(apiToken, webAuthToken: token.token),
-            deviceID: device)
+            deviceID: device, assetTransport: assetTransport)
     }
 
     /// Waits until the server has `count` push connections for the container's user.

@@ -134,6 +134,26 @@ final class CountingService: SyncService, @unchecked Sendable {
         enter("modify")
         return try await base.modify(saving: saving, deleting: deleting)
     }
+    func assetUploadURLs(zone: String, for fields: [AssetField]) async throws -> [URL] {
+        enter("assetUploadURLs")
+        return try await base.assetUploadURLs(zone: zone, for: fields)
+    }
+    func uploadAsset(
+        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws -> Nimbus.Asset {
+        enter("uploadAsset")
+        return try await base.uploadAsset(file, to: url, resuming: resuming, progress: progress)
+    }
+    func downloadAsset(
+        _ asset: Nimbus.Asset, to destination: URL, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws {
+        enter("downloadAsset")
+        try await base.downloadAsset(asset, to: destination, progress: progress)
+    }
+    func lookup(zone: String, recordName: String) async throws -> Nimbus.Record? {
+        enter("lookup")
+        return try await base.lookup(zone: zone, recordName: recordName)
+    }
 }
 
 /// Output lines of a command, which a test can wait on.

@@ -1,0 +1,253 @@
+import Foundation
+import Nimbus
+import NimbusProtocol
+
+/// Assets: uploaded before the save of the record that holds them, downloaded lazily into an
+/// evictable cache.
+extension SyncEngine {
+    /// What uploading a batch's assets left: the records to send (with receipts), the
+    /// records that failed for good, and the files uploaded (for the cache).
+    struct PreparedAssets: Sendable {
+        var records: [Nimbus.Record] = []
+        /// Names of the records whose saves carry receipts.
+        var withReceipts: Set<String> = []
+        var failures: [SyncEvent.SendFailure] = []
+        var uploaded: [String: [(file: URL, asset: Nimbus.Asset)]] = [:]
+    }
+
+    /// Uploads the asset files the saves of `records` carry, keeping each upload URL before
+    /// its first byte and each answer after its last, so an interrupted upload resumes (on
+    /// relaunch too) and a record is never sent without its assets.
+    func uploadingAssets(_ records: [Nimbus.Record], zone: String) async throws -> PreparedAssets {
+        var prepared = PreparedAssets()
+        let carrying = records.filter { !AssetPlanner.localFiles(of: $0).isEmpty }
+        guard !carrying.isEmpty else {
+            prepared.records = records
+            return prepared
+        }
+        let names = carrying.map(\.id.recordName)
+        var known = try await store.reading { try $0.assetUploads(zone: zone, names: names) }
+        // Upload URLs for the files that have none, in one request per 200.
+        var missing: [(AssetUploadKey, String)] = []
+        for record in carrying {
+            for case .requestURL(let key) in AssetPlanner.steps(for: record, known: known) {
+                missing.append((key, record.recordType))
+            }
+        }
+        if !missing.isEmpty { try await requestUploadURLs(missing, zone: zone, into: &known) }
+        // URLs asked for just now have no bytes behind them: no need to ask the server.
+        let fresh = Set(missing.map(\.0))
+        var failed = Set<String>()
+        var uploads: [AssetUploadKey: Nimbus.Asset] = [:]
+        for record in carrying {
+            for step in AssetPlanner.steps(for: record, known: known) where !failed.contains(record.id.recordName) {
+                switch step {
+                case .ready(let key, let asset):
+                    uploads[key] = asset
+                case .upload(let key, let url, let resuming):
+                    do {
+                        let asset = try await upload(
+                            key, url: url, resuming: resuming && !fresh.contains(key), recordType: record.recordType,
+                            zone: zone)
+                        uploads[key] = asset
+                        prepared.uploaded[key.recordName, default: []].append((URL(fileURLWithPath: key.file), asset))
+                    } catch let error as NimbusError where !error.isRetryable && error.code != .operationCancelled {
+                        failed.insert(key.recordName)
+                        prepared.failures.append(SyncEvent.SendFailure(zone: zone, recordName: key.recordName, error: error))
+                    }
+                case .requestURL:
+                    throw NimbusError(.internalError, "no upload URL was kept for an asset of \(record.id.recordName)")
+                }
+            }
+        }
+        for record in records {
+            let name = record.id.recordName
+            if failed.contains(name) { continue }
+            guard names.contains(name) else {
+                prepared.records.append(record)
+                continue
+            }
+            // Never sent without its assets.
+            guard let ready = AssetPlanner.withReceipts(record, uploads: uploads) else { continue }
+            prepared.records.append(ready)
+            prepared.withReceipts.insert(name)
+        }
+        return prepared
+    }
+
+    private func requestUploadURLs(
+        _ missing: [(AssetUploadKey, String)], zone: String, into known: inout [AssetUploadKey: AssetUploadState]
+    ) async throws {
+        let fields = missing.map { AssetField(recordName: $0.0.recordName, recordType: $0.1, field: $0.0.field) }
+        var urls: [URL] = []
+        var start = 0
+        while start < fields.count {
+            let page = Array(fields[start..<min(start + 200, fields.count)])
+            urls += try await retrying { try await self.service.assetUploadURLs(zone: zone, for: page) }
+            start += page.count
+        }
+        let keys = missing.map(\.0)
+        let kept = urls
+        try await store.transaction { transaction in
+            for (key, url) in zip(keys, kept) { try transaction.setUploadURL(url, zone: zone, key: key) }
+        }
+        for (key, url) in zip(keys, urls) { known[key] = AssetUploadState(url: url) }
+    }
+
+    /// Uploads one file and keeps its answer. An upload URL that expired (or was used) is
+    /// replaced by a new one once.
+    private func upload(
+        _ key: AssetUploadKey, url: URL, resuming: Bool, recordType: String, zone: String
+    ) async throws -> Nimbus.Asset {
+        let file = URL(fileURLWithPath: key.file)
+        let report: @Sendable (TransferProgress) -> Void = { [weak self] progress in
+            self?.emit(.assetProgress(SyncEvent.AssetTransfer(
+                direction: .upload, zone: zone, recordName: key.recordName, field: key.field, progress: progress)))
+        }
+        let asset: Nimbus.Asset
+        do {
+            asset = try await retrying {
+                try await self.service.uploadAsset(file, to: url, resuming: resuming, progress: report)
+            }
+        } catch let error as NimbusError where resuming && (error.code == .invalidArguments || error.code == .unknownItem) {
+            var known: [AssetUploadKey: AssetUploadState] = [:]
+            try await requestUploadURLs([(key, recordType)], zone: zone, into: &known)
+            guard let fresh = known[key]?.url else { throw error }
+            asset = try await retrying {
+                try await self.service.uploadAsset(file, to: fresh, resuming: false, progress: report)
+            }
+        }
+        try await store.transaction { try $0.setUploaded(asset, zone: zone, key: key) }
+        return asset
+    }
+
+    /// After saves that spent receipts: the uploaded files go into the cache (this device
+    /// then never downloads its own assets).
+    func adoptUploads(_ uploaded: [String: [(file: URL, asset: Nimbus.Asset)]], saved: [String]) async throws {
+        for name in saved {
+            for (file, asset) in uploaded[name] ?? [] {
+                guard let checksum = asset.fileChecksum, let size = asset.size else { continue }
+                let cached = cacheFile(checksum)
+                if !FileManager.default.fileExists(atPath: cached.path) {
+                    try? FileManager.default.createDirectory(at: cacheDirectory, withIntermediateDirectories: true)
+                    guard (try? FileManager.default.copyItem(at: file, to: cached)) != nil else { continue }
+                }
+                try await store.transaction { try $0.touchCachedAsset(checksum, size: size) }
+            }
+        }
+        if !uploaded.isEmpty { try await evict(keeping: []) }
+    }
+
+    // MARK: - Downloads
+
+    /// The asset cache's directory: beside the store's file.
+    nonisolated var cacheDirectory: URL { URL(fileURLWithPath: store.path + "-assets", isDirectory: true) }
+
+    nonisolated func cacheFile(_ checksum: String) -> URL {
+        cacheDirectory.appendingPathComponent(AssetPlanner.fileName(checksum: checksum))
+    }
+
+    /// A local file with the bytes of `record`'s asset `field`, downloading it into the cache
+    /// if needed (resuming a download an earlier call or run began); `nil` when the field
+    /// holds no asset. A pending asset not uploaded yet is its own file.
+    ///
+    /// ```swift
+    /// if let thumbnail = try await engine.assetFile(for: article, field: "thumbnail") {
+    ///     show(imageAt: thumbnail)
+    /// }
+    /// ```
+    ///
+    /// The file stays until the cache evicts it (``SyncConfiguration/assetCacheBytes``): copy
+    /// it to keep it. Concurrent calls for the same file share one download.
+    public func assetFile(
+        for record: LocalRecord, field: String, progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws -> URL? {
+        guard let value = record.fields[field], let asset = Nimbus.Asset(fieldValue: value) else { return nil }
+        if let file = asset.fileURL { return file }
+        return try await cachedFile(asset, zone: record.zoneName, recordName: record.recordName, field: field, progress: progress)
+    }
+
+    /// Downloads the assets of `records` that are not cached yet, smaller than `maxBytes`,
+    /// in the records' order (put the ones the user will see first). Returns how many files
+    /// it downloaded. Call it when conditions allow (Wi-Fi, charging: the app decides).
+    @discardableResult
+    public func prefetchAssets(
+        for records: [LocalRecord], fields: Set<String>? = nil, smallerThan maxBytes: Int64 = .max
+    ) async throws -> Int {
+        let cached = Set(try await store.reading { try $0.cachedAssets() }.map(\.checksum))
+        var count = 0
+        for (record, field, asset) in AssetPlanner.prefetch(records, fields: fields, smallerThan: maxBytes, cached: cached) {
+            _ = try await cachedFile(asset, zone: record.zoneName, recordName: record.recordName, field: field, progress: nil)
+            count += 1
+        }
+        return count
+    }
+
+    /// ``prefetchAssets(for:fields:smallerThan:)`` for every record of `zones` (all the
+    /// configured zones when `nil`), smallest files first.
+    @discardableResult
+    public func prefetchAssets(inZones zones: [String]? = nil, smallerThan maxBytes: Int64) async throws -> Int {
+        var records: [LocalRecord] = []
+        for zone in zones ?? configuration.zones { records += try store.records(inZone: zone) }
+        return try await prefetchAssets(for: records, smallerThan: maxBytes)
+    }
+
+    private func cachedFile(
+        _ asset: Nimbus.Asset, zone: String, recordName: String, field: String,
+        progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws -> URL {
+        guard let checksum = asset.fileChecksum, let size = asset.size else {
+            throw NimbusError(.invalidArguments, "the field '\(field)' holds an asset with no checksum")
+        }
+        if let running = downloads[checksum] { return try await running.value }
+        let file = cacheFile(checksum)
+        if try await store.reading({ try $0.cachedAsset(checksum) }) != nil, FileManager.default.fileExists(atPath: file.path) {
+            try await store.transaction { try $0.touchCachedAsset(checksum, size: size) }
+            return file
+        }
+        let task = Task {
+            try await self.download(asset, to: file, zone: zone, recordName: recordName, field: field, progress: progress)
+        }
+        downloads[checksum] = task
+        defer { downloads[checksum] = nil }
+        return try await task.value
+    }
+
+    private func download(
+        _ asset: Nimbus.Asset, to file: URL, zone: String, recordName: String, field: String,
+        progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws -> URL {
+        let report: @Sendable (TransferProgress) -> Void = { [weak self] transfer in
+            progress?(transfer)
+            self?.emit(.assetProgress(SyncEvent.AssetTransfer(
+                direction: .download, zone: zone, recordName: recordName, field: field, progress: transfer)))
+        }
+        try FileManager.default.createDirectory(at: cacheDirectory, withIntermediateDirectories: true)
+        do {
+            try await retrying { try await self.service.downloadAsset(asset, to: file, progress: report) }
+        } catch let error as NimbusError where error.code == .assetNotAvailable {
+            // The download URL the store kept expired: ask the server for the record again.
+            guard let fresh = try await retrying({ try await self.service.lookup(zone: zone, recordName: recordName) }),
+                let value = fresh.fieldValue(forKey: field), let renewed = Nimbus.Asset(fieldValue: value),
+                renewed.fileChecksum == asset.fileChecksum
+            else { throw error }
+            try await retrying { try await self.service.downloadAsset(renewed, to: file, progress: report) }
+        }
+        guard let checksum = asset.fileChecksum, let size = asset.size else { return file }
+        try await store.transaction { try $0.touchCachedAsset(checksum, size: size) }
+        try await evict(keeping: [checksum])
+        return file
+    }
+
+    /// Evicts least recently used files beyond ``SyncConfiguration/assetCacheBytes``.
+    func evict(keeping kept: Set<String>) async throws {
+        let bound = configuration.assetCacheBytes
+        let evicted = try await store.transaction { transaction in
+            let pinned = try transaction.pinnedAssetChecksums().union(kept)
+            let evicted = AssetPlanner.evictions(try transaction.cachedAssets(), bound: bound, pinned: pinned)
+            for checksum in evicted { try transaction.removeCachedAsset(checksum) }
+            return evicted
+        }
+        for checksum in evicted { try? FileManager.default.removeItem(at: cacheFile(checksum)) }
+    }
+}
