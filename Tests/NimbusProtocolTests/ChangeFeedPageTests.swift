@@ -79,7 +79,9 @@ struct ChangeFeedPageTests {
                              "r": {"value": {"recordName": "x"}, "type": null, "extra": [1, {"y": 2}]} },
                 "deleted" : false, "recordName" : "one", "recordType" : "Note", "recordChangeTag" : null,
                 "created" : { "timestamp" : "17", "unknown": {} }, "modified": null, "zoneID": null, "other": [true] } ,
-              { "recordName": "two", "recordType": "Note", "fields": null, "deleted": 0 }
+              { "recordName": "two", "recordType": "Note", "fields": null, "deleted": 0,
+                "zoneID": { "ownerName": "_o", "x": [1], "zoneName": "Z" } },
+              { "recordName": "three", "zoneID": { "ownerRecordName": "_u", "ownerName": "_o", "zoneName": "Z" } }
             ] , "syncToken" : "t" , "moreComing" : 0 }
             """
         #expect(Self.check(Array(text.utf8)))
@@ -105,6 +107,7 @@ struct ChangeFeedPageTests {
             Self.page([with("recordName", 12)]),
             Self.page([with("created", "yesterday")]),
             Self.page([with("zoneID", ["zoneName": ""])]),
+            Self.page([with("zoneID", ["ownerRecordName": "_u1"])]),
             Self.page([with("deleted", "no")]),
             Self.page([], extra: ["records": "none"]),
             Self.page([.string("not a record")]),

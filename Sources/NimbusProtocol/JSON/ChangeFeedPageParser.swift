@@ -140,6 +140,7 @@ extension JSONParser {
             case "fields":
                 fields = [:]
                 if parser.bytes[parser.index] == UInt8(ascii: "{") {
+                    fields.reserveCapacity(8)
                     return try parser.parseMembers { parser, name throws(JSONSyntaxError) -> Bool in
                         guard !name.isEmpty, let value = try parser.parseFieldValue() else { return false }
                         fields[name] = value
@@ -154,14 +155,7 @@ extension JSONParser {
                 // Deletions take the general way; `false` or null is a live record.
                 let value = try parser.parseValue()
                 return value == .null || value.bool == false
-            case "zoneID":
-                let value = try parser.parseValue()
-                if value == .null {
-                    zoneID = nil
-                    return true
-                }
-                zoneID = try? ZoneID(wire: WireReader(value))
-                return zoneID != nil
+            case "zoneID": return try parser.parseZoneID(into: &zoneID)
             case "serverErrorCode":
                 return false
             default:
@@ -182,6 +176,31 @@ extension JSONParser {
         case .string(let text): target = text
         default: return false
         }
+        return true
+    }
+
+    /// A `zoneID` as ``ZoneID/init(wire:)`` reads it (null is absent).
+    private mutating func parseZoneID(into target: inout ZoneID?) throws(JSONSyntaxError) -> Bool {
+        guard bytes[index] == UInt8(ascii: "{") else {
+            guard try parseValue() == .null else { return false }
+            target = nil
+            return true
+        }
+        var zoneName: String?
+        var ownerRecordName: String?
+        var ownerName: String?
+        let complete = try parseMembers { parser, key throws(JSONSyntaxError) -> Bool in
+            switch key {
+            case "zoneName": return try parser.parseOptionalString(into: &zoneName)
+            case "ownerRecordName": return try parser.parseOptionalString(into: &ownerRecordName)
+            case "ownerName": return try parser.parseOptionalString(into: &ownerName)
+            default:
+                _ = try parser.parseValue()
+                return true
+            }
+        }
+        guard complete, let zoneName, !zoneName.isEmpty else { return false }
+        target = ZoneID(zoneName: zoneName, ownerRecordName: ownerRecordName ?? ownerName)
         return true
     }
 
