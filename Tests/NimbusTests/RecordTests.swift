@@ -98,6 +98,25 @@ struct RecordTests {
         #expect(!String(decoding: data, as: UTF8.self).contains("changed locally"))
     }
 
+    @Test func systemFieldsAreTheSortedCompactJSONOfTheSystemMembers() async throws {
+        // Written straight to bytes: exactly what serializing the members as a JSON tree gives.
+        let record = try await fetchedRecord(fields: ["title": "T"], zone: ZoneID(zoneName: "ReadingList", ownerRecordName: "_u1"))
+        let full: JSON = [
+            "v": 1, "recordName": "r1", "recordType": "Bookmark", "recordChangeTag": "t7",
+            "zoneID": ["zoneName": "ReadingList", "ownerRecordName": "_u1"],
+            "created": ["timestamp": 1_700_000_000_000, "userRecordName": "_u1"],
+            "modified": ["timestamp": 1_700_000_001_000, "userRecordName": "_u1", "deviceID": "device-B"],
+        ]
+        #expect(String(decoding: record.encodeSystemFields(), as: UTF8.self) == full.serialized())
+
+        let new = Record(recordType: "Note\\", recordID: Record.ID(recordName: "a \"quoted\"\n name", zoneID: .default))
+        let bare: JSON = [
+            "v": 1, "recordName": "a \"quoted\"\n name", "recordType": "Note\\", "zoneID": ZoneID.default.wireJSON,
+        ]
+        #expect(String(decoding: new.encodeSystemFields(), as: UTF8.self) == bare.serialized())
+        #expect(try Record(systemFieldsData: new.encodeSystemFields()).id == new.id)
+    }
+
     @Test func systemFieldsRejectGarbage() {
         #expect(throws: NimbusError.self) { try Record(systemFieldsData: Data("nope".utf8)) }
         #expect(throws: NimbusError.self) { try Record(systemFieldsData: Data(#"{"v":9}"#.utf8)) }

@@ -44,8 +44,12 @@ extension Database {
         if let token { body["syncToken"] = .string(token.rawValue) }
         if let desiredKeys { body["desiredKeys"] = .array(desiredKeys.map(JSON.string)) }
         if let resultsLimit { body["resultsLimit"] = .int(resultsLimit) }
-        let response = try await send("records/changes", body: .object(body), zoneID: zoneID)
-        return try Self.recordZoneChanges(from: response, zoneID: zoneID)
+        let answer = try await sendForBody("records/changes", body: .object(body), zoneID: zoneID)
+        // The common answer (live records only) is read without a JSON tree of the records.
+        if let page = ChangeFeedPage.parse(answer) {
+            return try Self.recordZoneChanges(from: page, zoneID: zoneID)
+        }
+        return try Self.recordZoneChanges(from: try Self.parse(answer), zoneID: zoneID)
     }
 
     /// Every page of a zone's changes since `token`, fetched as the sequence is iterated.
@@ -98,6 +102,15 @@ extension Database {
             throw NimbusError.malformedResponse("the response has no \(key)")
         }
         return ServerChangeToken(rawValue: text)
+    }
+
+    /// The page ``ChangeFeedPage/parse(_:)`` read: what ``recordZoneChanges(from:zoneID:)``
+    /// gives for the same answer.
+    static func recordZoneChanges(from page: ChangeFeedPage, zoneID: ZoneID) throws -> RecordZoneChanges {
+        let head = JSON.object(page.members)
+        return RecordZoneChanges(
+            modifications: page.records.map { Record(wire: $0, zoneID: zoneID) }, deletions: [],
+            changeToken: try token(head), moreComing: head["moreComing"]?.bool ?? false)
     }
 
     static func recordZoneChanges(from response: JSON, zoneID: ZoneID) throws -> RecordZoneChanges {

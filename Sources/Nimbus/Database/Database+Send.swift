@@ -8,6 +8,22 @@ extension Database {
     func send(
         _ operation: String, method: TransportRequest.Method = .post, body: JSON?, zoneID: ZoneID? = nil
     ) async throws -> JSON {
+        try Self.parse(try await sendForBody(operation, method: method, body: body, zoneID: zoneID))
+    }
+
+    /// A response body as JSON.
+    static func parse(_ body: Data) throws -> JSON {
+        do {
+            return try JSON.parse(body)
+        } catch {
+            throw NimbusError.malformedResponse("\(error)")
+        }
+    }
+
+    /// Sends one request and returns the body of its successful response, unparsed.
+    func sendForBody(
+        _ operation: String, method: TransportRequest.Method = .post, body: JSON?, zoneID: ZoneID? = nil
+    ) async throws -> Data {
         if Task.isCancelled { throw NimbusError.cancelled() }
         let request = try makeRequest(operation, method: method, body: body)
         let response: TransportResponse
@@ -23,11 +39,7 @@ extension Database {
         guard (200..<300).contains(response.status) else {
             throw NimbusError(httpStatus: response.status, body: response.body, headers: response.headers, zoneID: zoneID)
         }
-        do {
-            return try JSON.parse(Array(response.body))
-        } catch {
-            throw NimbusError.malformedResponse("\(error)")
-        }
+        return response.body
     }
 
     func makeRequest(_ operation: String, method: TransportRequest.Method, body: JSON?) throws -> TransportRequest {

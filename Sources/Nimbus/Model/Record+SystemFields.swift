@@ -11,16 +11,70 @@ extension Record {
     /// ``SavePolicy/ifServerRecordUnchanged``: only those fields are sent, checked against
     /// the change tag.
     public func encodeSystemFields() -> Data {
-        var members: [String: JSON] = [
-            "v": .int(1),
-            "recordName": .string(id.recordName),
-            "recordType": .string(recordType),
-            "zoneID": id.zoneID.wireJSON,
-        ]
-        if case .object(let wire) = wireRecord(fields: [:]).wireJSON() {
-            for key in ["recordChangeTag", "created", "modified"] { members[key] = wire[key] }
+        // The compact JSON of `{created?, modified?, recordChangeTag?, recordName, recordType,
+        // v: 1, zoneID}` with members in sorted order (what serializing that object gives),
+        // written straight to bytes: a sync engine stores one per record it fetches.
+        var out: [UInt8] = []
+        out.reserveCapacity(160 + id.recordName.utf8.count + recordType.utf8.count)
+        out.append(UInt8(ascii: "{"))
+        if let creationDate {
+            Self.appendKey("created", to: &out)
+            Self.appendStamp(
+                timestamp: creationDate.millisecondsSince1970, user: creatorUserRecordName, device: nil, to: &out)
+            out.append(UInt8(ascii: ","))
         }
-        return Data(JSON.object(members).serializedBytes())
+        if let modificationDate {
+            Self.appendKey("modified", to: &out)
+            Self.appendStamp(
+                timestamp: modificationDate.millisecondsSince1970, user: lastModifiedUserRecordName,
+                device: lastModifiedDeviceID, to: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        if let recordChangeTag {
+            Self.appendKey("recordChangeTag", to: &out)
+            JSON.writeString(recordChangeTag, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        Self.appendKey("recordName", to: &out)
+        JSON.writeString(id.recordName, into: &out)
+        out.append(UInt8(ascii: ","))
+        Self.appendKey("recordType", to: &out)
+        JSON.writeString(recordType, into: &out)
+        out.append(contentsOf: #","v":1,"zoneID":{"#.utf8)
+        if let owner = id.zoneID.ownerRecordName {
+            Self.appendKey("ownerRecordName", to: &out)
+            JSON.writeString(owner, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        Self.appendKey("zoneName", to: &out)
+        JSON.writeString(id.zoneID.zoneName, into: &out)
+        out.append(contentsOf: "}}".utf8)
+        return Data(out)
+    }
+
+    /// `"key":`
+    private static func appendKey(_ key: StaticString, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { out.append(contentsOf: $0) }
+        out.append(contentsOf: "\":".utf8)
+    }
+
+    /// `{deviceID?, timestamp, userRecordName?}`, as a `RecordStamp`'s wire JSON serializes.
+    private static func appendStamp(timestamp: Int64, user: String?, device: String?, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let device {
+            appendKey("deviceID", to: &out)
+            JSON.writeString(device, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        appendKey("timestamp", to: &out)
+        out.append(contentsOf: String(timestamp).utf8)
+        if let user {
+            out.append(UInt8(ascii: ","))
+            appendKey("userRecordName", to: &out)
+            JSON.writeString(user, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     /// Decodes a record from ``encodeSystemFields()`` output: identity and system fields, no

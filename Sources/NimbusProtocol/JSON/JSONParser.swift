@@ -31,8 +31,9 @@ extension JSON {
     }
 }
 
-/// A recursive-descent parser over the document's bytes (valid only during ``JSON/parse(_:)``).
-private struct JSONParser {
+/// A recursive-descent parser over the document's bytes (valid only during ``JSON/parse(_:)``
+/// or ``ChangeFeedPage/parse(_:)``).
+struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0

@@ -107,11 +107,12 @@ extension SyncEngine {
             var conflicts: [ConflictRecord] = []
             // Most pages meet an empty outbox: then no record needs its own outbox lookup.
             let noPending = try !transaction.hasPendingChanges(zone: zone)
+            var states = try PageStates(
+                transaction, zone: zone, names: page.modifications.map(\.id.recordName), noPending: noPending)
             for record in page.modifications {
                 let name = record.id.recordName
                 let decision = SyncPlanner.feedModified(
-                    record, state: try transaction.localState(zone: zone, name: name, noPending: noPending),
-                    rules: rules.rules(for: record.recordType))
+                    record, state: try states.state(of: name), rules: rules.rules(for: record.recordType))
                 conflicts += try transaction.apply(decision.actions, zone: zone, name: name)
                 if case .saved(let local)? = decision.visible { saved.append(local) }
             }

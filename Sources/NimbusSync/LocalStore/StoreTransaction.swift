@@ -76,9 +76,12 @@ struct StoreTransaction {
     /// The record's server copy and pending change. `noPending` skips the outbox lookup when
     /// the caller knows the zone has no pending change.
     func localState(zone: String, name: String, noPending: Bool = false) throws -> LocalState {
-        LocalState(
-            copy: try serverCopy(zone: zone, name: name),
-            pending: noPending ? nil : try Outbox.entry(db, zone: zone, name: name))
+        try localState(zone: zone, name: name, copy: try serverCopy(zone: zone, name: name), noPending: noPending)
+    }
+
+    /// The record's state, its server copy read already.
+    func localState(zone: String, name: String, copy: ServerCopy?, noPending: Bool) throws -> LocalState {
+        LocalState(copy: copy, pending: noPending ? nil : try Outbox.entry(db, zone: zone, name: name))
     }
 
     func serverCopy(zone: String, name: String) throws -> ServerCopy? {
@@ -86,16 +89,42 @@ struct StoreTransaction {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT type, fields, tag, system FROM nimbus_records WHERE zone = ? AND name = ?"),
             arguments: [zone, name]
-        ).map { row in
-            ServerCopy(
-                recordType: row["type"], fields: try [String: FieldValue](jsonText: row["fields"]), tag: row["tag"],
-                system: row["system"])
+        ).map(Self.serverCopy)
+    }
+
+    /// The server copies of the named records of a zone that the device has, by name: one
+    /// query for a whole page of names (the names travel as one JSON array).
+    func serverCopies(zone: String, names: [String]) throws -> [String: ServerCopy] {
+        guard !names.isEmpty else { return [:] }
+        var list: [UInt8] = [UInt8(ascii: "[")]
+        list.reserveCapacity(names.count * 16 + 2)
+        for (offset, name) in names.enumerated() {
+            if offset > 0 { list.append(UInt8(ascii: ",")) }
+            JSON.writeString(name, into: &list)
         }
+        list.append(UInt8(ascii: "]"))
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT name, type, fields, tag, system FROM nimbus_records
+                    WHERE zone = ? AND name IN (SELECT value FROM json_each(?))
+                    """),
+            arguments: [zone, String(decoding: list, as: UTF8.self)])
+        var copies: [String: ServerCopy] = [:]
+        while let row = try rows.next() { copies[row["name"]] = try Self.serverCopy(row) }
+        return copies
+    }
+
+    private static func serverCopy(_ row: Row) throws -> ServerCopy {
+        ServerCopy(
+            recordType: row["type"], fields: try [String: FieldValue](jsonText: row["fields"]), tag: row["tag"],
+            system: row["system"])
     }
 
     /// Whether the zone has any pending change (most fetched pages meet an empty outbox).
     func hasPendingChanges(zone: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM nimbus_outbox WHERE zone = ?)", arguments: [zone])
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM nimbus_outbox WHERE zone = ?)"), arguments: [zone])
             ?? true
     }
 

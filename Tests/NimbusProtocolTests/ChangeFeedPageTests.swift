@@ -1,0 +1,143 @@
+import Foundation
+import NimbusProtocol
+import Testing
+
+/// The change feed reader that skips the JSON tree: whenever it reads a page, the page is what
+/// the general way (``JSON/parse(_:)`` and ``Record/init(wire:)``) reads; it gives up on
+/// everything else, so callers fall back to the general way.
+@Suite("Change feed page reader")
+struct ChangeFeedPageTests {
+    /// The general way: the members other than `records`, and the records, when every element
+    /// is a live record that decodes; `nil` otherwise.
+    static func general(_ bytes: [UInt8]) -> (members: [String: JSON], records: [Record])? {
+        guard let json = try? JSON.parse(bytes), case .object(var members) = json else { return nil }
+        var records: [Record] = []
+        if let items = members.removeValue(forKey: "records") {
+            guard case .array(let elements) = items else { return nil }
+            for element in elements {
+                if element["deleted"]?.bool == true || element["serverErrorCode"] != nil { return nil }
+                guard let record = try? Record(wire: WireReader(element)) else { return nil }
+                records.append(record)
+            }
+        }
+        return (members, records)
+    }
+
+    /// Checks the reader against the general way; returns whether it read the page.
+    @discardableResult
+    static func check(_ bytes: [UInt8], _ comment: @autoclosure () -> String = "") -> Bool {
+        guard let page = ChangeFeedPage.parse(bytes) else { return false }
+        let expected = general(bytes)
+        #expect(expected != nil, "read a page the general way refuses: \(comment())")
+        #expect(page.members == expected?.members, "\(comment())")
+        #expect(page.records == expected?.records, "\(comment())")
+        return true
+    }
+
+    static let zone = ZoneID(zoneName: "ReadingList", ownerRecordName: "_u1")
+
+    static func records() -> [Record] {
+        let fields: [String: FieldValue] = [
+            "title": .string("Caf\u{E9} \"quoted\" \\ back\nslash \u{1F600} \u{1}"),
+            "count": .int64(-9_223_372_036_854_775_807), "ratio": .double(0.1), "whole": .double(3),
+            "addedAt": .timestamp(1_700_000_000_123), "blob": .bytes(Data([0, 1, 254, 255])),
+            "tags": .list(elementType: .string, [.string("a"), .string("b")]),
+            "scores": .list(elementType: .double, [.double(1.5), .double(-2)]),
+            "article": .reference(Reference(recordName: "art-1", zoneID: zone, action: .deleteSelf)),
+            "where": .location(Location(latitude: 52.5, longitude: 13.4, altitude: 34)),
+        ]
+        return (0..<3).map { i in
+            var record = Record(
+                recordName: "rec-\(i)", recordType: "Bookmark", recordChangeTag: "t\(i)", fields: i == 1 ? [:] : fields,
+                created: RecordStamp(timestamp: 1_700_000_000_000, userRecordName: "_u1"),
+                modified: i == 2 ? nil : RecordStamp(timestamp: 1_700_000_001_000, userRecordName: "_u1", deviceID: "d"))
+            record.zoneID = zone
+            return record
+        }
+    }
+
+    static func page(_ records: [JSON], extra: [String: JSON] = [:]) -> [UInt8] {
+        var members: [String: JSON] = [
+            "records": .array(records), "syncToken": "tok-1", "moreComing": true, "zoneID": zone.wireJSON,
+        ]
+        members.merge(extra) { _, new in new }
+        return JSON.object(members).serializedBytes()
+    }
+
+    @Test func aServerPageIsReadAsTheGeneralWayReadsIt() throws {
+        let bytes = Self.page(Self.records().map { $0.wireJSON() })
+        #expect(Self.check(bytes))
+        let page = try #require(ChangeFeedPage.parse(bytes))
+        #expect(page.records == Self.records())
+        #expect(page.members["syncToken"] == "tok-1")
+    }
+
+    @Test func whitespaceMemberOrderNullsAndUntypedValuesAreReadAlike() {
+        let text = """
+            \u{FEFF}{ "zoneID" : {"zoneName":"ReadingList"}, "records" : [
+              { "fields" : { "b" : { "type" : "INT64", "value" : "12" }, "n": {"value": 7}, "s": "bare",
+                             "r": {"value": {"recordName": "x"}, "type": null, "extra": [1, {"y": 2}]} },
+                "deleted" : false, "recordName" : "one", "recordType" : "Note", "recordChangeTag" : null,
+                "created" : { "timestamp" : "17", "unknown": {} }, "modified": null, "zoneID": null, "other": [true] } ,
+              { "recordName": "two", "recordType": "Note", "fields": null, "deleted": 0,
+                "zoneID": { "ownerName": "_o", "x": [1], "zoneName": "Z" } },
+              { "recordName": "three", "zoneID": { "ownerRecordName": "_u", "ownerName": "_o", "zoneName": "Z" } }
+            ] , "syncToken" : "t" , "moreComing" : 0 }
+            """
+        #expect(Self.check(Array(text.utf8)))
+        #expect(Self.check(Self.page([])))
+        #expect(Self.check(Array(#"{"syncToken":"t"}"#.utf8)))
+    }
+
+    @Test func deletionsErrorsAndRecordsThatDoNotDecodeAreLeftToTheGeneralWay() {
+        let record = Self.records()[0].wireJSON()
+        guard case .object(let members) = record else { return }
+        func with(_ key: String, _ value: JSON) -> JSON {
+            var changed = members
+            changed[key] = value
+            return .object(changed)
+        }
+        let refused: [[UInt8]] = [
+            Self.page([record, .object(["recordName": "gone", "deleted": true])]),
+            Self.page([.object(["recordName": "r", "serverErrorCode": "NOT_FOUND", "reason": "no"])]),
+            Self.page([with("fields", ["f": ["value": "x", "type": "NO_SUCH_TYPE"]])]),
+            Self.page([with("fields", ["": ["value": "x", "type": "STRING"]])]),
+            Self.page([with("fields", ["f": ["value": 1.5, "type": "INT64"]])]),
+            Self.page([with("fields", ["f": ["recordName": "bare reference"]])]),
+            Self.page([with("recordName", 12)]),
+            Self.page([with("created", "yesterday")]),
+            Self.page([with("zoneID", ["zoneName": ""])]),
+            Self.page([with("zoneID", ["ownerRecordName": "_u1"])]),
+            Self.page([with("deleted", "no")]),
+            Self.page([], extra: ["records": "none"]),
+            Self.page([.string("not a record")]),
+            Self.page([record]) + Array(" x".utf8),
+            Array(Self.page([record]).dropLast()),
+            Array("[]".utf8),
+        ]
+        for (index, bytes) in refused.enumerated() {
+            #expect(ChangeFeedPage.parse(bytes) == nil, "case \(index) was read")
+        }
+    }
+
+    @Test("mutated pages: never read differently from the general way")
+    func mutatedPages() {
+        var random = SplitMix64(seed: 0xFEED_0001)
+        let base = Self.page(Self.records().map { $0.wireJSON() })
+        let alphabet = Array("{}[]\":,0123456789-+.eEtrufalsn \\/bfnrtu".utf8)
+        var read = 0
+        for round in 0..<3_000 {
+            var bytes = base
+            for _ in 0..<random.int(1...3) {
+                let position = random.int(0..<bytes.count)
+                switch random.int(0..<3) {
+                case 0: bytes[position] = random.pick(alphabet)
+                case 1: bytes.remove(at: position)
+                default: bytes.insert(random.pick(alphabet), at: position)
+                }
+            }
+            if Self.check(bytes, "round \(round)") { read += 1 }
+        }
+        #expect(read > 100, "some mutations should keep the page readable (read \(read))")
+    }
+}
