@@ -197,8 +197,11 @@ struct RequestLimitsTests {
         try await TestServer.with(
             engine,
             configure: {
+                // The idle timeout outlasts the test's pauses, so the client's pooled connection is
+                // not closed under a request it is about to reuse; the header timeout closes the
+                // raw connection below.
                 $0.connections = ConnectionSettings(
-                    headerTimeout: .seconds(1), bodyTimeout: .seconds(1), idleTimeout: .seconds(1),
+                    headerTimeout: .seconds(1), bodyTimeout: .seconds(1), idleTimeout: .seconds(10),
                     maxConnectionsPerAddress: 2)
             }
         ) { server in

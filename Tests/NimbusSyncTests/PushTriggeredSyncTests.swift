@@ -48,7 +48,9 @@ struct PushTriggeredSyncTests {
             }
             let elapsed = ContinuousClock.now - started
             #expect(try b.store.record(zone: "ReadingList", name: "pushed")?.fields["title"] == "hello")
-            #expect(elapsed < .seconds(5))
+            // Nothing polls, so the push is what fetched it; the bound only catches a stall (the
+            // latency itself is measured by `nimbus-bench sync`, not by a timed test).
+            #expect(elapsed < .seconds(30))
             await b.stopListening()
         }
     }

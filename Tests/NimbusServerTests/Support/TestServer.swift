@@ -143,7 +143,7 @@ struct TestClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         let buffer = try await response.body.collect(upTo: 256 << 20)
         let text = String(buffer: buffer)
         let json = (try? JSON.parse(Array(buffer.readableBytesView))) ?? .null
