@@ -67,11 +67,13 @@ struct PushResilienceTests {
                 slowest = max(slowest, clock.now - started)
                 #expect(reply.status == 200)
             }
-            // The stalled device is dropped, and the commits went on meanwhile. (The bound is
-            // loose: the whole suite shares two cores with PostgreSQL, where one 200-record
-            // commit with 200 pushes of 3.5 KB has taken 11 s under full load.)
-            try await server.waitForDevices(1, of: alice, timeout: .seconds(15))
-            #expect(slowest < .seconds(20), "a commit took \(slowest)")
+            // The stalled device is dropped, and the commits went on meanwhile. (The bound only
+            // tells "never waited for the stalled socket" from "slow": the whole suite shares two
+            // cores with PostgreSQL, where one 200-record commit with 200 pushes of 3.5 KB has
+            // taken 22 s under full load; a commit that waited on the stalled device would never
+            // end. Commit latency is measured by the benches, not here.)
+            try await server.waitForDevices(1, of: alice, timeout: .seconds(30))
+            #expect(slowest < .seconds(45), "a commit took \(slowest)")
 
             // The healthy device got every push, in order.
             for index in 0..<2_000 {
