@@ -102,7 +102,7 @@ struct ChangeFeedPageTests {
             Self.page([.object(["recordName": "r", "serverErrorCode": "NOT_FOUND", "reason": "no"])]),
             Self.page([with("fields", ["f": ["value": "x", "type": "NO_SUCH_TYPE"]])]),
             Self.page([with("fields", ["": ["value": "x", "type": "STRING"]])]),
-            Self.page([with("fields", ["f": ["value": .number("1.5"), "type": "INT64"]])]),
+            Self.page([with("fields", ["f": ["value": .double(1.5), "type": "INT64"]])]),
             Self.page([with("fields", ["f": ["recordName": "bare reference"]])]),
             Self.page([with("recordName", 12)]),
             Self.page([with("created", "yesterday")]),

@@ -2,11 +2,11 @@
 /// tree of the records: a sync client reads hundreds of thousands of them, and building,
 /// reading and freeing the tree (a dictionary per record, per field and per stamp) cost
 /// more than decoding the records themselves.
-public struct ChangeFeedPage: Sendable {
+package struct ChangeFeedPage: Sendable {
     /// The answer's members other than `records` (`syncToken`, `moreComing`, `zoneID`, …).
-    public var members: [String: JSON]
+    package var members: [String: JSON]
     /// The records of `records`, in order: every one a live record.
-    public var records: [Record]
+    package var records: [Record]
 
     /// Reads a change feed answer whose `records` are all live records that decode as
     /// ``Record/init(wire:)`` decodes them (any member order, whitespace and escapes).
@@ -16,7 +16,7 @@ public struct ChangeFeedPage: Sendable {
     /// cover: the caller then reads the answer the general way (``JSON/parse(_:)`` and the
     /// wire decoders), which also reports what is wrong. When it returns a page, the page
     /// holds what the general way would have read.
-    public static func parse(_ bytes: some Collection<UInt8>) -> ChangeFeedPage? {
+    package static func parse(_ bytes: some Collection<UInt8>) -> ChangeFeedPage? {
         let direct = bytes.withContiguousStorageIfAvailable { buffer -> ChangeFeedPage? in
             var parser = JSONParser(bytes: buffer)
             return try? parser.parseChangeFeedPage()
