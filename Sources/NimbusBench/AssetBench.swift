@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NimbusProtocol
 
 /// The asset bench's runs against a server (issue 16, "Benchmark"):
 ///

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOCore
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

@@ -96,11 +96,6 @@ enum BenchFiles {
             offset += written
         }
     }
-
-    static func size(of path: String) -> Int64 {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int64(info.st_size) : -1
-    }
 }
 
 /// A byte range of a file as an upload's body: buffers of at most
@@ -141,8 +136,8 @@ struct FileChunks: AsyncSequence, Sendable {
                 guard fd >= 0 else { throw BenchError("cannot open \(chunks.path): errno \(errno)") }
                 descriptor = Descriptor(fd)
             }
-            var want = Int(min(Int64(BenchFiles.chunkSize), chunks.range.upperBound - position))
-            if let cut = chunks.cutAfter { want = Int(min(Int64(want), cut - handedOut)) }
+            var want = Int(Swift.min(Int64(BenchFiles.chunkSize), chunks.range.upperBound - position))
+            if let cut = chunks.cutAfter { want = Int(Swift.min(Int64(want), cut - handedOut)) }
             var buffer = ByteBufferAllocator().buffer(capacity: want)
             let fd = descriptor!.fd
             let offset = position

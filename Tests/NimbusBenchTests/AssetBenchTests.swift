@@ -22,13 +22,6 @@ import Testing
         try await runBench(postgres: Self.postgresURL)
     }
 
-    @Test func theCommandParsesItsSizes() throws {
-        let command = try AssetBenchCommand.parse(["--sizes", "0.5,2", "--runs", "resume"])
-        #expect(command.sizeBytes == [500_000, 2_000_000])
-        #expect(command.selectedRuns == ["resume"])
-        #expect(throws: (any Error).self) { try AssetBenchCommand.parse(["--runs", "nope"]) }
-    }
-
     @Test func theCopyLoopCopiesEveryByte() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("asset-bench-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
