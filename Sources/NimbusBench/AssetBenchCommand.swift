@@ -27,15 +27,17 @@ struct AssetBenchCommand: AsyncParsableCommand {
     var concurrentSize = 50.0
     @Option(name: .long, help: "Comma-separated runs: throughput,resume,concurrent.")
     var runs = "throughput,resume,concurrent"
+    // `--postgres`, `--data`, `--keep-data` and `--json` belong to `nimbus-bench` (a parent's
+    // option wins the parse).
     @Option(
-        name: .long,
+        name: .customLong("postgres-url"),
         help: "Run on PostgreSQL (a postgres:// URL): a fresh schema, dropped afterwards unless --keep-data; asset bytes in PostgreSQL.")
     var postgres: String?
-    @Option(name: .long, help: "Directory for the server's data and the bench's files (must not exist yet; default: a temporary one).")
+    @Option(name: .customLong("directory"), help: "Directory for the server's data and the bench's files (must not exist yet; default: a temporary one).")
     var data: String?
-    @Flag(name: .long, help: "Keep the data directory (and PostgreSQL schema).")
+    @Flag(name: .customLong("keep"), help: "Keep the data directory (and PostgreSQL schema).")
     var keepData = false
-    @Flag(name: .long, help: "Print the results as JSON.")
+    @Flag(name: .customLong("json-output"), help: "Print the results as JSON.")
     var json = false
 
     var selectedRuns: Set<String> { Set(runs.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
