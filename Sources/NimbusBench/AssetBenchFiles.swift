@@ -14,8 +14,11 @@ import Darwin
 /// file (a download). Plain POSIX calls in chunks of ``chunkSize``: nothing holds a file in
 /// memory, and nothing is fsynced (the copy neither).
 enum BenchFiles {
-    /// The buffer of every read and write here.
+    /// The buffer of the copy and of the file writes here.
     static let chunkSize = 1 << 20
+    /// The buffer of an upload's body: a fresh one per read, so under glibc's mmap threshold
+    /// (1 MiB in the bench, as in `nimbus serve`), else every buffer is a fresh mmap.
+    static let bodyChunkSize = 256 << 10
 
     /// A file of `size` random bytes at `path`; returns its SHA-256 as CloudKit's
     /// `fileChecksum` (base64), computed while writing.
@@ -23,7 +26,15 @@ enum BenchFiles {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard fd >= 0 else { throw BenchError("cannot create \(path): errno \(errno)") }
         defer { close(fd) }
-        var generator = SystemRandomNumberGenerator()
+        // SplitMix64 from a random seed: incompressible bytes without a getrandom(2) per word.
+        var state = UInt64.random(in: .min ... .max)
+        func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
         var hasher = SHA256()
         var buffer = [UInt8](repeating: 0, count: chunkSize)
         var left = size
@@ -31,7 +42,7 @@ enum BenchFiles {
             let count = min(left, chunkSize)
             buffer.withUnsafeMutableBytes { raw in
                 let words = raw.bindMemory(to: UInt64.self)
-                for index in words.indices { words[index] = generator.next() }
+                for index in words.indices { words[index] = next() }
             }
             try buffer.withUnsafeBytes { raw in
                 try writeAll(fd, UnsafeRawBufferPointer(rebasing: raw[0..<count]), path: path)
@@ -99,7 +110,7 @@ enum BenchFiles {
 }
 
 /// A byte range of a file as an upload's body: buffers of at most
-/// ``BenchFiles/chunkSize`` read as the HTTP client asks for them. With `cutAfter` it throws
+/// ``BenchFiles/bodyChunkSize`` read as the HTTP client asks for them. With `cutAfter` it throws
 /// once that many bytes are handed out (an upload interrupted mid-way); `sent` counts what
 /// it handed out.
 struct FileChunks: AsyncSequence, Sendable {
@@ -136,7 +147,7 @@ struct FileChunks: AsyncSequence, Sendable {
                 guard fd >= 0 else { throw BenchError("cannot open \(chunks.path): errno \(errno)") }
                 descriptor = Descriptor(fd)
             }
-            var want = Int(Swift.min(Int64(BenchFiles.chunkSize), chunks.range.upperBound - position))
+            var want = Int(Swift.min(Int64(BenchFiles.bodyChunkSize), chunks.range.upperBound - position))
             if let cut = chunks.cutAfter { want = Int(Swift.min(Int64(want), cut - handedOut)) }
             var buffer = ByteBufferAllocator().buffer(capacity: want)
             let fd = descriptor!.fd
