@@ -170,6 +170,16 @@ extension PostgresStore: AccountStore {
         ).first.flatMap { try ColumnReader.identity(in: $0, container: container) }
     }
 
+    public func user(named name: String, container: String) async throws -> UserIdentity? {
+        try await rows(
+            """
+            SELECT \(unescaped: Self.identityColumns)
+            FROM user_identities i JOIN users u ON u.name = i.user_name
+            WHERE i.user_name = \(name) AND i.container = \(container)
+            """
+        ).first.flatMap { try ColumnReader.identity(in: $0, container: container) }
+    }
+
     public func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity {
         try await transaction { transaction in
             let updated = try await transaction.rows(

@@ -5,10 +5,11 @@ import PostgresNIO
 extension PostgresStore {
     /// Schema v9: asset rows, reference rows and upload rows (as SQLite's `v7-assets`), and
     /// `asset_chunks`, the bytes of uploads and blobs in chunks of at most 1 MiB
-    /// (``PostgresAssetStore``), which every node reads.
+    /// (``PostgresAssetStore``), which every node reads. Written to be run again over itself
+    /// (`IF NOT EXISTS`), as a database whose recorded versions were rolled back needs.
     static let assetsSchema = [
         """
-        CREATE TABLE assets (
+        CREATE TABLE IF NOT EXISTS assets (
             db bigint NOT NULL,
             sha256 text COLLATE "C" NOT NULL,
             size bigint NOT NULL,
@@ -17,7 +18,7 @@ extension PostgresStore {
         )
         """,
         """
-        CREATE TABLE asset_refs (
+        CREATE TABLE IF NOT EXISTS asset_refs (
             db bigint NOT NULL,
             zone text COLLATE "C" NOT NULL,
             record text COLLATE "C" NOT NULL,
@@ -25,9 +26,9 @@ extension PostgresStore {
             PRIMARY KEY (db, zone, record, sha256)
         )
         """,
-        "CREATE INDEX asset_refs_by_asset ON asset_refs (db, sha256)",
+        "CREATE INDEX IF NOT EXISTS asset_refs_by_asset ON asset_refs (db, sha256)",
         """
-        CREATE TABLE asset_uploads (
+        CREATE TABLE IF NOT EXISTS asset_uploads (
             id text COLLATE "C" PRIMARY KEY,
             db bigint NOT NULL,
             user_name text NOT NULL,
@@ -43,10 +44,10 @@ extension PostgresStore {
             used boolean NOT NULL DEFAULT false
         )
         """,
-        "CREATE INDEX asset_uploads_by_expiry ON asset_uploads (expires_at)",
-        "CREATE INDEX asset_uploads_by_asset ON asset_uploads (db, sha256)",
+        "CREATE INDEX IF NOT EXISTS asset_uploads_by_expiry ON asset_uploads (expires_at)",
+        "CREATE INDEX IF NOT EXISTS asset_uploads_by_asset ON asset_uploads (db, sha256)",
         """
-        CREATE TABLE asset_chunks (
+        CREATE TABLE IF NOT EXISTS asset_chunks (
             blob text COLLATE "C" NOT NULL,
             start bigint NOT NULL,
             bytes bytea NOT NULL,
@@ -116,6 +117,19 @@ extension PostgresStore {
             }
         }
         return context
+    }
+
+    func usage(_ transaction: Transaction, databaseID: Int64) async throws -> DatabaseUsage {
+        let row = try await transaction.rows(
+            """
+            SELECT
+                (SELECT COALESCE(sum(octet_length(fields)), 0)::int8 FROM records WHERE db = \(databaseID) AND NOT deleted),
+                (SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a WHERE a.db = \(databaseID)
+                    AND EXISTS (SELECT 1 FROM asset_refs r WHERE r.db = a.db AND r.sha256 = a.sha256))
+            """)
+        guard let first = row.first else { return DatabaseUsage(recordBytes: 0, assetBytes: 0) }
+        let (records, assets) = try first.decode((Int64, Int64).self)
+        return DatabaseUsage(recordBytes: records, assetBytes: assets)
     }
 
     /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows.
@@ -255,6 +269,20 @@ extension PostgresStore: AssetMetadataStore {
             for row in deleted { collected.blobs.append(AssetBlobKey(database: key, sha256: try row.decode(String.self))) }
         }
         return collected
+    }
+
+    public func usage(of database: DatabaseKey) async throws -> DatabaseUsage {
+        let row = try await rows(
+            """
+            SELECT
+                (SELECT COALESCE(sum(octet_length(r.fields)), 0)::int8 FROM records r WHERE r.db = d.id AND NOT r.deleted),
+                (SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a WHERE a.db = d.id
+                    AND EXISTS (SELECT 1 FROM asset_refs f WHERE f.db = a.db AND f.sha256 = a.sha256))
+            FROM databases d WHERE \(database: database)
+            """)
+        guard let first = row.first else { return DatabaseUsage(recordBytes: 0, assetBytes: 0) }
+        let (records, assets) = try first.decode((Int64, Int64).self)
+        return DatabaseUsage(recordBytes: records, assetBytes: assets)
     }
 
     public func unknownAssetFiles(_ candidates: AssetSweepCandidates) async throws -> AssetSweepCandidates {

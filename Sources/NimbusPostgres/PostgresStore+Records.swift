@@ -35,12 +35,19 @@ extension PostgresStore: RecordStore {
                 transaction.rollbackOnly = true
                 return ModifyOutcome(results: plan.results, commit: nil)
             }
+            var usageBefore: DatabaseUsage?
+            if policy.quotaBytes != nil { usageBefore = try await usage(transaction, databaseID: dbID) }
             let event = CommitEvent.records(zoneName: zone, changes: plan.changes)
             let subscriptions = try await write(
                 transaction, database: dbID, zone: zone, changes: plan.changes, version: plan.lastVersion,
                 recordTypes: event.recordTypes)
             try await updateIndexEntries(transaction, key: database, database: dbID, zone: zone, changes: plan.changes)
             try await writeAssetChanges(transaction, database: dbID, zone: zone, plan: plan)
+            if let usageBefore,
+                let error = try await usage(transaction, databaseID: dbID).exceeding(policy.quotaBytes, before: usageBefore)
+            {
+                throw error  // rolls the transaction back
+            }
             let notifications = try await createNotifications(
                 transaction, database: database, databaseID: dbID, event: event, subscriptions: subscriptions,
                 caller: caller, now: policy.now)

@@ -68,6 +68,7 @@ public final class RunningServer: Sendable {
             store: store, accounts: store, notifications: store, delivery: delivery(hub),
             schemas: SchemaRegistry(store: store), assets: store)
         api.assetSettings = configuration.assets
+        api.userQuotaBytes = configuration.userQuotaBytes
         let authenticator = Authenticator(accounts: store, signatureWindow: configuration.signatureWindow)
         let responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,

@@ -24,6 +24,10 @@ public struct ServerConfiguration: Sendable {
     public var connections = ConnectionSettings()
     /// Assets: the size limit, URL lifetimes, where bytes live, the collector's schedule.
     public var assets = AssetSettings()
+    /// The most bytes one user's private database may hold (records' fields plus the assets
+    /// they reference, `DatabaseUsage`); `nil`: no quota. Over it, saves fail with
+    /// QUOTA_EXCEEDED and write nothing; deletes free space at once.
+    public var userQuotaBytes: Int64?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

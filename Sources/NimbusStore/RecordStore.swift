@@ -107,6 +107,10 @@ public struct WritePolicy: Sendable, Hashable {
     public var publicAccess: PublicAccess?
     /// The current time in milliseconds since the epoch.
     public var now: Int64
+    /// The most bytes the database may hold (its live records' fields plus the assets they
+    /// reference, ``DatabaseUsage``); `nil`: no limit. A request that would leave the database
+    /// above it, and larger than before, fails whole with QUOTA_EXCEEDED.
+    public var quotaBytes: Int64?
 
     public init(creatorOnlyWrites: Bool, now: Int64) {
         self.creatorOnlyWrites = creatorOnlyWrites

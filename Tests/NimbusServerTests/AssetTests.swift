@@ -138,3 +138,29 @@ struct AssetTests {
         }
     }
 }
+
+/// Assets in the public database: saved by a signed-in user, read by anyone the schema lets read.
+@Suite("Public assets")
+struct PublicAssetTests {
+    @Test(arguments: Engine.available) func anAnonymousReaderDownloadsAPublicAssetButCannotUpload(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            let bytes = testBytes(20_000, seed: 31)
+            let file = try await alice.uploadAsset(bytes, record: "poster", field: "image", scope: "public")
+            let saved = try await alice.modify("_defaultZone", [assetOp("create", "poster", ["image": (file, "ASSETID")])], scope: "public")
+            #expect(saved.records.first?["serverErrorCode"] == nil, "\(saved.text)")
+
+            let anonymous = server.anonymous()
+            let url = try #require(
+                try await anonymous.lookup("poster", scope: "public").records.first?["fields"]?["image"]?["value"]?["downloadURL"]?.string)
+            #expect(try await anonymous.transfer(url, method: .GET).bytes == bytes)
+            let refused = try await anonymous.requestUpload(record: "x", field: "image", scope: "public").reply
+            #expect(refused.status == 421)
+            #expect(refused.serverErrorCode == "AUTHENTICATION_REQUIRED")
+            // A receipt issued in the public database attaches nothing in a private one.
+            let publicFile = try await alice.uploadAsset(bytes, record: "mine", field: "image", scope: "public")
+            let crossed = try await alice.modify("_defaultZone", [assetOp("create", "mine", ["image": (publicFile, "ASSETID")])])
+            #expect(crossed.records.first?["serverErrorCode"]?.string == "ACCESS_DENIED", "\(crossed.text)")
+        }
+    }
+}

@@ -260,7 +260,7 @@ struct ValueRulesTests {
         let unapply: String
         switch engine {
         case .sqlite: unapply = "DELETE FROM grdb_migrations WHERE identifier = 'v6-repair-values'"
-        case .postgres: unapply = "DELETE FROM nimbus_schema_version WHERE version = 8"
+        case .postgres: unapply = "DELETE FROM nimbus_schema_version WHERE version >= 8"
         }
         try await StoredRows.execute(
             [

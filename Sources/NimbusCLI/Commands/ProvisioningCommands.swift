@@ -71,7 +71,44 @@ struct ContainerCommand: AsyncParsableCommand {
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Create users and set whether others can discover them.",
-        subcommands: [Create.self, Discoverable.self])
+        subcommands: [Create.self, Show.self, Discoverable.self])
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show a user in a container: their record name and the bytes their private database holds.")
+        @Argument(help: "The user's account name, e.g. alice") var name: String
+        @Option(name: .long, help: "The container.") var container: String
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let (user, usage) = try await withStore(data) { store -> (UserIdentity?, [(String, DatabaseUsage)]) in
+                guard let user = try await store.user(named: name, container: container) else { return (nil, []) }
+                var usage: [(String, DatabaseUsage)] = []
+                for environment in [ContainerEnvironment.development, .production] {
+                    let key = DatabaseKey(
+                        container: container, environment: environment, scope: .private, owner: user.recordName)
+                    usage.append((environment.rawValue, try await store.usage(of: key)))
+                }
+                return (user, usage)
+            }
+            guard let user else { throw ValidationError("no user \(name) in \(container)") }
+            var json: [String: JSON] = [
+                "user": .string(name), "container": .string(container), "userRecordName": .string(user.recordName),
+            ]
+            var text = "user \(name) in \(container)\nuser record name: \(user.recordName)"
+            for (environment, bytes) in usage {
+                json[environment] = .object([
+                    "recordBytes": .int(bytes.recordBytes), "assetBytes": .int(bytes.assetBytes),
+                    "totalBytes": .int(bytes.totalBytes),
+                ])
+                text +=
+                    "\nprivate database (\(environment)): \(bytes.totalBytes) bytes "
+                    + "(records \(bytes.recordBytes), assets \(bytes.assetBytes))"
+            }
+            emit(output, json: .object(json), text: text)
+        }
+    }
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -55,9 +55,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds between two runs of the asset collector.")
     var assetCollectionIntervalSeconds: Double = AssetSettings().collectionInterval.inSeconds
 
+    @Option(name: .long, help: "The most bytes a user's private database may hold (records + assets); default: no quota.")
+    var userQuotaBytes: Int64?
+
     func validate() throws {
         _ = try connectionSettings()
         _ = try assetSettings()
+        if let userQuotaBytes, userQuotaBytes <= 0 {
+            throw ValidationError("--user-quota-bytes must be positive, got \(userQuotaBytes)")
+        }
     }
 
     /// The asset flags, checked.
@@ -82,6 +88,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxBodyBytes = maxBodyBytes
         configuration.connections = try connectionSettings()
         configuration.assets = try assetSettings()
+        configuration.userQuotaBytes = userQuotaBytes
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         fflush(nil)

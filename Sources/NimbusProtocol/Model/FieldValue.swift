@@ -69,6 +69,7 @@ extension FieldValue {
     public var bytesValue: Data? { if case .bytes(let v) = self { return v } else { return nil } }
     public var locationValue: Location? { if case .location(let v) = self { return v } else { return nil } }
     public var referenceValue: Reference? { if case .reference(let v) = self { return v } else { return nil } }
+    /// The asset of an ASSET value, or `nil`.
     public var assetValue: Asset? { if case .asset(let v) = self { return v } else { return nil } }
     public var listValue: [FieldValue]? { if case .list(_, let v) = self { return v } else { return nil } }
 }

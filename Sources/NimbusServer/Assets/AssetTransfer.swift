@@ -101,7 +101,10 @@ struct AssetTransfer: Sendable {
             // Nothing of a refused file stays.
             try? await bytes.discardUpload(upload.id)
             throw tooLarge(nil)
+        } catch let error as CloudKitError {
+            throw error
         } catch {
+            logger.debug("upload body ended early: \(error)")
             throw truncated(upload.id, received: try? await bytes.uploadedLength(upload.id), announced: announced)
         }
         if let announced, received < announced {
@@ -127,7 +130,10 @@ struct AssetTransfer: Sendable {
             received = try await bytes.appendUpload(upload.id, at: range.start, meter.metered(request.body))
         } catch let error as CloudKitError where error.code == .limitExceeded {
             throw CloudKitError(.badRequest, "the chunk is longer than its Content-Range (\(range.count) bytes)")
+        } catch let error as CloudKitError {
+            throw error
         } catch {
+            logger.debug("upload chunk ended early: \(error)")
             throw truncated(upload.id, received: try? await bytes.uploadedLength(upload.id), announced: range.end + 1)
         }
         guard received == range.end + 1 else {

@@ -16,6 +16,8 @@ struct CloudKitAPI: Sendable {
     let assets: any AssetMetadataStore
     /// Upload and download lifetimes.
     var assetSettings = AssetSettings()
+    /// The quota of each private database (``ServerConfiguration/userQuotaBytes``).
+    var userQuotaBytes: Int64?
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {

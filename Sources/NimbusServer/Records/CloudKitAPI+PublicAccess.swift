@@ -17,7 +17,9 @@ extension CloudKitAPI {
     /// The write policy of the call's database.
     func writePolicy(_ call: APICall) async throws -> WritePolicy {
         if let access = try await publicAccess(call) { return WritePolicy(publicAccess: access, now: Self.now()) }
-        return WritePolicy(creatorOnlyWrites: false, now: Self.now())
+        var policy = WritePolicy(creatorOnlyWrites: false, now: Self.now())
+        if call.identity.scope == .private { policy.quotaBytes = userQuotaBytes }
+        return policy
     }
 
     /// Whether the caller may read a stored record (tombstones included).

@@ -36,6 +36,10 @@ public protocol AccountStore: Sendable {
     /// A user by record name within a container.
     func user(recordName: String, container: String) async throws -> UserIdentity?
 
+    /// The identity of the user with account name `name` in `container`, or `nil` when they
+    /// are not signed into it.
+    func user(named name: String, container: String) async throws -> UserIdentity?
+
     /// Opts a user in to discovery in a container, or out of it (CloudKit's user
     /// discoverability permission, which is per container): whether the container's other
     /// users can find them by email address or user record name. New identities are not

@@ -52,7 +52,9 @@ public protocol AssetStore: Sendable {
 
 /// What ``AssetStore/sweepCandidates(olderThan:)`` found.
 public struct AssetSweepCandidates: Sendable, Equatable {
+    /// Committed blobs, by content address.
     public var blobs: [AssetBlobKey]
+    /// Uploads in progress, by upload id.
     public var uploads: [String]
 
     public init(blobs: [AssetBlobKey] = [], uploads: [String] = []) {

@@ -86,6 +86,12 @@ public struct FileAssetStore: AssetStore {
         guard rename(source, target) == 0 else {
             throw CloudKitError(.internalError, "the server could not store the upload (rename: errno \(errno))")
         }
+        // The rename itself reaches the disk before the upload is recorded.
+        let folder = open((target as NSString).deletingLastPathComponent, O_RDONLY)
+        if folder >= 0 {
+            _ = fsync(folder)
+            _ = close(folder)
+        }
     }
 
     public func discardUpload(_ id: String) async throws {

@@ -164,6 +164,17 @@ extension SQLiteStore: AccountStore {
         }
     }
 
+    public func user(named name: String, container: String) async throws -> UserIdentity? {
+        try await pool.read { db in
+            guard
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM user_identities WHERE user_name = ? AND container = ?", arguments: [name, container])
+                    ?? false
+            else { return nil }
+            return try Self.identity(db, userName: name, container: container)
+        }
+    }
+
     public func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity {
         try await pool.write { db in
             try db.execute(

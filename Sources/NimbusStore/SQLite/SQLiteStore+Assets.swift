@@ -91,6 +91,22 @@ extension SQLiteStore {
         }
     }
 
+    static func usage(_ db: Database, databaseID: Int64) throws -> DatabaseUsage {
+        let records =
+            try Int64.fetchOne(
+                db, sql: "SELECT COALESCE(SUM(length(CAST(fields AS BLOB))), 0) FROM records WHERE db = ? AND deleted = 0",
+                arguments: [databaseID]) ?? 0
+        let assets =
+            try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT COALESCE(SUM(a.size), 0) FROM assets a
+                    WHERE a.db = ? AND EXISTS (SELECT 1 FROM asset_refs r WHERE r.db = a.db AND r.sha256 = a.sha256)
+                    """,
+                arguments: [databaseID]) ?? 0
+        return DatabaseUsage(recordBytes: records, assetBytes: assets)
+    }
+
     static let uploadColumns = """
         u.id, d.container, d.environment, d.scope, d.owner, u.user_name, u.zone, u.record, u.record_type, u.field,
         u.created_at, u.expires_at, u.sha256, u.size, u.receipt, u.used
@@ -205,6 +221,13 @@ extension SQLiteStore: AssetMetadataStore {
                 collected.blobs.append(AssetBlobKey(database: key, sha256: sha))
             }
             return collected
+        }
+    }
+
+    public func usage(of database: DatabaseKey) async throws -> DatabaseUsage {
+        try await pool.read { db in
+            guard let dbRow = try Self.databaseRow(db, database) else { return DatabaseUsage(recordBytes: 0, assetBytes: 0) }
+            return try Self.usage(db, databaseID: dbRow.id)
         }
     }
 
