@@ -20,7 +20,7 @@ struct BenchCommand: AsyncParsableCommand {
             By default starts an embedded server on a fresh temporary data directory. With --url it \
             drives a running server instead: pass that server's --data directory (to provision a \
             container and user in it) or --container, --api-token and --web-auth-token.
-            `nimbus-bench push` measures push latency and idle WebSocket memory (Linux only); `nimbus-bench query`, records/query latency.
+            `nimbus-bench push` measures push latency and idle WebSocket memory (Linux only); `nimbus-bench query`, records/query latency; `nimbus-bench assets`, asset upload and download throughput.
             """,
         subcommands: benchSubcommands)
 
@@ -713,9 +713,9 @@ func processCPUSeconds() -> Double {
 /// The benches under `nimbus-bench`: the push bench's devices read raw Linux sockets (epoll,
 /// kernel receive timestamps), so it exists on Linux only.
 #if os(Linux)
-let benchSubcommands: [any ParsableCommand.Type] = [SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self]
+let benchSubcommands: [any ParsableCommand.Type] = [SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self]
 #else
-let benchSubcommands: [any ParsableCommand.Type] = [SyncBenchCommand.self, QueryBenchCommand.self]
+let benchSubcommands: [any ParsableCommand.Type] = [SyncBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self]
 #endif
 
 extension Duration {

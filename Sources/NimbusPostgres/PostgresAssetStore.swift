@@ -23,6 +23,10 @@ public struct PostgresAssetStore: AssetStore {
 
     static func uploadBlob(_ id: String) -> String { "upload:" + id }
 
+    /// The first key of the advisory lock a commit takes on its blob ("asst" in ASCII); the
+    /// second is a hash of the blob's key.
+    static let commitLockKey: Int32 = 0x6173_7374
+
     public func uploadedLength(_ id: String) async throws -> Int64 {
         try await store.rows(
             "SELECT COALESCE(sum(length(bytes)), 0)::int8 FROM asset_chunks WHERE blob = \(Self.uploadBlob(id))"
@@ -82,6 +86,9 @@ public struct PostgresAssetStore: AssetStore {
         let blob = key.description
         let now = store.clock.nowMillis()
         try await store.transaction { transaction in
+            // Two uploads of the same bytes committing at once would both find no blob and
+            // both rename into it (a primary-key violation): one at a time per blob.
+            try await transaction.rows("SELECT pg_advisory_xact_lock(\(Self.commitLockKey), hashtext(\(blob)))")
             try await transaction.rows("DELETE FROM asset_chunks WHERE blob = \(blob)")
             try await transaction.rows(
                 "UPDATE asset_chunks SET blob = \(blob), written_at = \(now) WHERE blob = \(Self.uploadBlob(id))")

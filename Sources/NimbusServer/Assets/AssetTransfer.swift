@@ -55,6 +55,14 @@ struct AssetTransfer: Sendable {
                 return APIResponder.jsonResponse(.object(["singleFile": singleFile.wireJSON]))
             }
             guard upload.completion == nil else { throw Self.used }
+            // A request still sending bytes to this upload on this node (a connection that
+            // just dropped is still storing its last buffers): answer once it has ended, so
+            // that the client resumes at the final count instead of meeting a 409.
+            var waited = 0
+            while waited < 250, writing.withLockedValue({ $0.contains(id) }) {
+                try await Task.sleep(for: .milliseconds(20))
+                waited += 1
+            }
             let received = try await bytes.uploadedLength(id)
             return APIResponder.jsonResponse(.object(["receivedBytes": .int(received)]))
         } catch let error as CloudKitError {

@@ -1,0 +1,234 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NimbusProtocol
+
+/// The asset bench's runs against a server (issue 16, "Benchmark"):
+///
+/// - throughput: for each size, `repetitions` rounds of (copy the file on the same disk,
+///   upload it, download it), interleaved so that each round's three see the same machine;
+///   rates as MB/s (10⁶ bytes) and as a ratio to the copy rate.
+/// - resume: an upload interrupted at half — a `POST` cut mid-way, and a first `PUT` chunk
+///   of half the file — then the server asked what it holds and the rest sent; the bytes
+///   sent after the interruption against the file's size.
+/// - concurrent: `clients` uploads of one file at once, with this process's resident memory
+///   sampled (the embedded server runs in it).
+struct AssetBench: Sendable {
+    struct Settings: Sendable {
+        /// File sizes of the throughput run, in bytes.
+        var sizes: [Int] = [1_000_000, 50_000_000]
+        var repetitions = 5
+        var resumeSize = 50_000_000
+        var clients = 20
+        var concurrentSize = 50_000_000
+        var runs: Set<String> = ["throughput", "resume", "concurrent"]
+        /// Where the bench writes its files: the same disk as the server's data.
+        var directory: String
+    }
+
+    let client: AssetBenchClient
+    let settings: Settings
+    /// The server's memory; `self` when the server is embedded.
+    var serverMemory = ProcessMemory()
+
+    struct Report: Sendable {
+        var throughput: [ThroughputResult] = []
+        var resumes: [ResumeResult] = []
+        var concurrent: ConcurrentResult?
+    }
+
+    func run() async throws -> Report {
+        var report = Report()
+        var files: [Int: (path: String, checksum: String)] = [:]
+        func file(_ size: Int) throws -> (path: String, checksum: String) {
+            if let made = files[size] { return made }
+            let path = (settings.directory as NSString).appendingPathComponent("random-\(size).bin")
+            let made = (path, try BenchFiles.makeRandomFile(at: path, size: size))
+            files[size] = made
+            return made
+        }
+        if settings.runs.contains("throughput") {
+            for size in settings.sizes {
+                let (path, checksum) = try file(size)
+                report.throughput.append(try await throughput(path, size: size, checksum: checksum))
+            }
+        }
+        if settings.runs.contains("resume") {
+            let (path, checksum) = try file(settings.resumeSize)
+            report.resumes.append(try await resume(path, size: settings.resumeSize, checksum: checksum, cutPost: true))
+            report.resumes.append(try await resume(path, size: settings.resumeSize, checksum: checksum, cutPost: false))
+        }
+        if settings.runs.contains("concurrent") {
+            let (path, checksum) = try file(settings.concurrentSize)
+            report.concurrent = try await concurrent(path, size: settings.concurrentSize, checksum: checksum)
+        }
+        for (_, made) in files { try? FileManager.default.removeItem(atPath: made.path) }
+        return report
+    }
+
+    // MARK: - Throughput
+
+    private func throughput(_ path: String, size: Int, checksum: String) async throws -> ThroughputResult {
+        let copyPath = path + ".copy"
+        let downloadPath = path + ".download"
+        defer {
+            try? FileManager.default.removeItem(atPath: copyPath)
+            try? FileManager.default.removeItem(atPath: downloadPath)
+        }
+        // Untimed: connections, code paths, the server's directories; and a check that the
+        // bytes come back as they went.
+        let warm = "warm-\(size)"
+        try await client.upload(path, size: Int64(size), checksum: checksum, recordName: warm)
+        _ = try await client.download(recordName: warm, to: downloadPath)
+        guard try BenchFiles.checksum(of: downloadPath) == checksum else {
+            throw BenchError("the downloaded \(size)-byte file differs from the uploaded one")
+        }
+        try BenchFiles.copy(path, to: copyPath)
+
+        var result = ThroughputResult(size: size)
+        let progress = Progress(label: "\(ThroughputResult.sizeLabel(size)): copy, upload, download", total: settings.repetitions)
+        for round in 0..<settings.repetitions {
+            let name = "t-\(size)-\(round)"
+            result.copy.append(try Self.timedSync { _ = try BenchFiles.copy(path, to: copyPath) })
+            result.durableCopy.append(try Self.timedSync { _ = try BenchFiles.copy(path, to: copyPath, durable: true) })
+            result.upload.append(
+                try await Self.timed { try await client.upload(path, size: Int64(size), checksum: checksum, recordName: name) })
+            result.download.append(
+                try await Self.timed {
+                    let written = try await client.download(recordName: name, to: downloadPath)
+                    guard written == size else { throw BenchError("downloaded \(written) of \(size) bytes") }
+                })
+            progress.update(round + 1)
+        }
+        progress.finish()
+        return result
+    }
+
+    /// Wall-clock and CPU seconds (this whole process: client, and the server when embedded).
+    static func timedSync(_ body: () throws -> Void) rethrows -> Timing {
+        let cpu = processCPUSeconds()
+        let start = ContinuousClock.now
+        try body()
+        return Timing(seconds: (ContinuousClock.now - start).seconds, cpuSeconds: processCPUSeconds() - cpu)
+    }
+
+    static func timed(_ body: () async throws -> Void) async rethrows -> Timing {
+        let cpu = processCPUSeconds()
+        let start = ContinuousClock.now
+        try await body()
+        return Timing(seconds: (ContinuousClock.now - start).seconds, cpuSeconds: processCPUSeconds() - cpu)
+    }
+
+    // MARK: - Resume
+
+    /// An upload interrupted at half, then resumed from what the server says it holds.
+    /// `cutPost`: a `POST` of the whole file whose body stops at half (the connection is
+    /// dropped); else a first `PUT` chunk of half the file.
+    private func resume(_ path: String, size: Int, checksum: String, cutPost: Bool) async throws -> ResumeResult {
+        let total = Int64(size)
+        let half = total / 2
+        let name = cutPost ? "resume-post" : "resume-put"
+        let url = try await client.uploadURL(recordName: name)
+        let before = ByteCounter()
+        if cutPost {
+            var answered: AssetBenchClient.Answer?
+            do {
+                answered = try await client.send(
+                    FileChunks(path: path, range: 0..<total, cutAfter: half, sent: before), to: url, total: total)
+            } catch {
+                // Interrupted, as intended: the client drops the connection.
+            }
+            if let answered {
+                throw BenchError("a POST cut at half was answered \(answered.status): \(answered.json.serialized().prefix(200))")
+            }
+        } else {
+            let answer = try await client.send(
+                FileChunks(path: path, range: 0..<half, sent: before), to: url, total: total, method: .PUT)
+            guard answer.status == 202, answer.receivedBytes == half else {
+                throw BenchError("the first half answered \(answer.status): \(answer.json.serialized().prefix(200))")
+            }
+        }
+
+        // Resume: ask what the server holds, send the rest. A cut POST's handler may still be
+        // storing its last buffers: a 409 (another request is sending) means ask again.
+        let after = ByteCounter()
+        var held: Int64 = -1
+        var singleFile: JSON?
+        let start = ContinuousClock.now
+        for attempt in 0..<50 {
+            let status = try await client.status(of: url)
+            if let file = status.singleFile {
+                singleFile = file
+                break
+            }
+            guard let received = status.receivedBytes else {
+                throw BenchError("the upload status answered \(status.status): \(status.json.serialized().prefix(200))")
+            }
+            held = received
+            let answer = try await client.send(
+                FileChunks(path: path, range: received..<total, sent: after), to: url, total: total, method: .PUT)
+            if answer.status == 409, attempt < 49 {
+                try await Task.sleep(for: .milliseconds(100))
+                continue
+            }
+            singleFile = try AssetBenchClient.singleFile(answer, checksum: checksum, size: total)
+            break
+        }
+        let seconds = (ContinuousClock.now - start).seconds
+        guard let singleFile else { throw BenchError("the resumed upload never finished") }
+        try await client.attach(singleFile, recordName: name)
+        // The file the record holds is the file sent.
+        let downloadPath = path + ".resumed"
+        defer { try? FileManager.default.removeItem(atPath: downloadPath) }
+        _ = try await client.download(recordName: name, to: downloadPath)
+        guard try BenchFiles.checksum(of: downloadPath) == checksum else {
+            throw BenchError("the resumed upload's download differs from the file")
+        }
+        return ResumeResult(
+            cutPost: cutPost, size: size, sentBeforeCut: before.total, heldAtResume: held, sentAfterCut: after.total,
+            resumeSeconds: seconds)
+    }
+
+    // MARK: - Concurrent uploads
+
+    private func concurrent(_ path: String, size: Int, checksum: String) async throws -> ConcurrentResult {
+        let clients = settings.clients
+        let client = self.client
+        // Settle, then measure from here: the peak resident memory starts again at the current one.
+        try await Task.sleep(for: .milliseconds(200))
+        let peakReset = serverMemory.resetPeak()
+        let baseline = serverMemory.read()?.residentBytes ?? 0
+        let sampler = MemorySampler(serverMemory)
+        let cpu = processCPUSeconds()
+        let start = ContinuousClock.now
+        let progress = Progress(label: "\(clients) clients uploading \(ThroughputResult.sizeLabel(size)) at once", total: clients)
+        let done = Counter()
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<clients {
+                    group.addTask {
+                        try await client.upload(path, size: Int64(size), checksum: checksum, recordName: "c-\(index)")
+                        progress.update(done.add(1))
+                    }
+                }
+                try await group.waitForAll()
+            }
+        } catch {
+            _ = await sampler.stop()
+            throw error
+        }
+        let seconds = (ContinuousClock.now - start).seconds
+        let cpuSeconds = processCPUSeconds() - cpu
+        let peak = await sampler.stop()
+        progress.finish()
+        return ConcurrentResult(
+            clients: clients, size: size, seconds: seconds, cpuSeconds: cpuSeconds, baselineBytes: baseline,
+            peakBytes: peak, afterBytes: serverMemory.read()?.residentBytes ?? 0, peakWasReset: peakReset)
+    }
+}
+
+/// Wall-clock and CPU seconds of one operation.
+struct Timing: Sendable {
+    var seconds: Double
+    var cpuSeconds: Double
+}
