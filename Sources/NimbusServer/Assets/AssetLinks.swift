@@ -65,13 +65,13 @@ struct AssetLinks: Sendable {
     private func seal(_ payload: [JSON]) -> String {
         let bytes = JSON.array(payload).serializedBytes()
         let mac = HMAC<SHA256>.authenticationCode(for: bytes, using: key).prefix(16)
-        return Self.base64URL(bytes) + "." + Self.base64URL(Array(mac))
+        return Base64URL.encode(bytes) + "." + Base64URL.encode(Array(mac))
     }
 
     private func open(_ token: String, kind: String, now: Int64) throws(CloudKitError) -> [JSON] {
         guard token.utf8.count <= 4096 else { throw Self.unknown }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, let payload = Self.unbase64URL(parts[0]), let mac = Self.unbase64URL(parts[1]),
+        guard parts.count == 2, let payload = Base64URL.decode(parts[0]), let mac = Base64URL.decode(parts[1]),
             mac.count == 16
         else { throw Self.unknown }
         let expected = HMAC<SHA256>.authenticationCode(for: payload, using: key).prefix(16)
@@ -89,17 +89,5 @@ struct AssetLinks: Sendable {
     private static func integer(_ json: JSON) -> Int64? {
         guard case .number(let text) = json else { return nil }
         return Int64(text)
-    }
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func unbase64URL(_ text: Substring) -> [UInt8]? {
-        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64.append("=") }
-        return Data(base64Encoded: base64).map(Array.init)
     }
 }

@@ -180,7 +180,7 @@ struct AssetTransfer: Sendable {
     /// 192 random bits, base64url.
     static func newReceipt() -> String {
         var generator = SystemRandomNumberGenerator()
-        return AssetLinks.base64URL((0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        return Base64URL.encode((0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 
     // MARK: - Download

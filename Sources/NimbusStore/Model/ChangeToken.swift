@@ -253,15 +253,15 @@ public struct ChangeTokens: Sendable {
 }
 
 /// base64url without padding (RFC 4648 §5): the alphabet of opaque tokens and markers.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
+package enum Base64URL {
+    package static func encode(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
     /// The bytes of base64url text (padding optional), or `nil` for text that is not base64url.
-    static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         guard text.utf8.allSatisfy(isAlphabet) else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.utf8.count % 4 != 0 { base64.append("=") }
