@@ -38,6 +38,9 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case notificationsMarkRead = "notifications/markRead"
     /// Upload URLs for asset fields (`tokens: [{recordName, recordType, fieldName}]`).
     case assetsUpload = "assets/upload"
+    /// The asset dictionaries of existing asset fields (`assets: [{recordName, fieldName}]`),
+    /// to save on other records without uploading the bytes again.
+    case assetsRereference = "assets/rereference"
 
     /// The HTTP methods the operation answers.
     public var methods: [String] {

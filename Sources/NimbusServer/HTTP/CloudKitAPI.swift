@@ -46,6 +46,7 @@ struct CloudKitAPI: Sendable {
         case .notificationsChanges: return try await notificationChanges(call)
         case .notificationsMarkRead: return try await markNotificationsRead(call)
         case .assetsUpload: return try await requestAssetUploads(call)
+        case .assetsRereference: return try await rereferenceAssets(call)
         }
     }
 

@@ -111,11 +111,12 @@ enum AssetPlanner {
         var result: [(record: LocalRecord, field: String, asset: Nimbus.Asset)] = []
         for record in records {
             for field in record.fields.keys.sorted() where fields?.contains(field) ?? true {
-                guard let value = record.fields[field], let asset = Nimbus.Asset(fieldValue: value),
-                    let checksum = asset.fileChecksum, let size = asset.size, size < maxBytes,
-                    seen.insert(checksum).inserted
-                else { continue }
-                result.append((record, field, asset))
+                for asset in record.fields[field]?.sdkAssets ?? [] {
+                    guard asset.fileURL == nil, let checksum = asset.fileChecksum, let size = asset.size, size < maxBytes,
+                        seen.insert(checksum).inserted
+                    else { continue }
+                    result.append((record, field, asset))
+                }
             }
         }
         return result
