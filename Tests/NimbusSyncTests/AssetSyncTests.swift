@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Nimbus
 import NimbusProtocol
+import NimbusServer
 import NimbusSync
 import Testing
 
@@ -222,6 +223,33 @@ struct AssetSyncTests {
             try await c.fetchChanges()
             #expect(try await c.prefetchAssets(smallerThan: .max) == 3)
             #expect(cService.calls("downloadAsset") == 3)
+        }
+    }
+
+    @Test func aLostZoneIsRecreatedWithItsAssetsUploadedAgainFromTheCache() async throws {
+        try await SyncHarness.with { harness in
+            let (a, b, _) = try await devices(harness)
+            let bytes = TestBytes.make(60_000, seed: 21)
+            let file = try TestBytes.write(bytes, in: harness.directory)
+            try a.store.write { _, outbox in try outbox.save(photo("p1", file: file)) }
+            try await a.sendChanges()
+            try FileManager.default.removeItem(at: file)  // only A's cache holds the bytes now
+
+            // Another device deletes the zone and the server reclaims the bytes.
+            try await b.fetchChanges()
+            _ = try await harness.container(device: "admin").privateCloudDatabase.deleteRecordZone(
+                withID: ZoneID(zoneName: "Photos"))
+            let later = Int64(Date().timeIntervalSince1970 * 1000) + 48 * 3_600_000
+            #expect(try await harness.server.collectAssetsNow(now: later).blobs == 1)
+
+            try await a.fetchChanges()
+            try await a.sendChanges()
+            #expect(try a.store.pendingCount() == 0)
+            let (fresh, _) = try harness.engine("fresh", configuration: Self.configuration)
+            try await fresh.start()
+            let record = try #require(try fresh.store.record(zone: "Photos", name: "p1"))
+            let local = try #require(try await fresh.assetFile(for: record, field: "image"))
+            #expect(try Data(contentsOf: local) == bytes)
         }
     }
 }

@@ -126,4 +126,26 @@ enum AssetPlanner {
     static func fileName(checksum: String) -> String {
         String(checksum.map { $0 == "/" ? "_" : $0 == "+" ? "-" : $0 == "=" ? "." : $0 })
     }
+
+    /// The checksum a cache file is named for (``fileName(checksum:)`` undone).
+    static func checksum(fileName: String) -> String {
+        String(fileName.map { $0 == "_" ? "/" : $0 == "-" ? "+" : $0 == "." ? "=" : $0 })
+    }
+
+    /// `fields` for a record sent again to a zone the server lost (deleted, or wiped with
+    /// its asset bytes): each server asset whose bytes are in the cache (`cachedFile` gives
+    /// the file) becomes a local file uploaded again before the save; the others stay (the
+    /// server may still hold them; if not, the save fails and says so).
+    static func reuploading(
+        _ fields: [String: FieldValue], cachedFile: (String) -> URL?
+    ) -> [String: FieldValue] {
+        fields.mapValues { value in
+            value.mappingSDKAssets { asset in
+                guard asset.fileURL == nil, let checksum = asset.fileChecksum, let file = cachedFile(checksum) else {
+                    return asset
+                }
+                return Nimbus.Asset(fileURL: file)
+            }
+        }
+    }
 }

@@ -266,6 +266,16 @@ extension SyncEngine {
         return file
     }
 
+    /// The cache's files that are on disk, by checksum.
+    func cachedFiles() async throws -> [String: URL] {
+        var files: [String: URL] = [:]
+        for asset in try await store.reading({ try $0.cachedAssets() }) {
+            let file = cacheFile(asset.checksum)
+            if FileManager.default.fileExists(atPath: file.path) { files[asset.checksum] = file }
+        }
+        return files
+    }
+
     /// Evicts least recently used files beyond ``SyncConfiguration/assetCacheBytes``.
     func evict(keeping kept: Set<String>) async throws {
         let bound = configuration.assetCacheBytes
