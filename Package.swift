@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         // ID tokens of identity providers (Sign in with Apple, Google, any OpenID Connect issuer).
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
     ],
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
@@ -96,6 +97,10 @@ let package = Package(
                 // Identity tokens: JWT verification against the issuer's JWKS, fetched over HTTPS.
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // Built-in accounts' password hashes.
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                // Hashing passwords off the cooperative pool.
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: swiftSettings

@@ -9,7 +9,8 @@ struct NimbusCommand: AsyncParsableCommand {
         commandName: "nimbus",
         abstract: "A self-hostable, CloudKit-compatible sync server.",
         subcommands: [
-            ServeCommand.self, ContainerCommand.self, UserCommand.self, TokenCommand.self, KeyCommand.self,
+            ServeCommand.self, ContainerCommand.self, UserCommand.self, TokenCommand.self, SessionCommand.self,
+            KeyCommand.self,
             CompactCommand.self, SchemaCommand.self, DemoCommand.self,
         ])
 }

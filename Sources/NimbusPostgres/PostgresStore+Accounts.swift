@@ -55,16 +55,25 @@ extension PostgresStore: AccountStore {
                 SELECT name, \(container), \("_" + RandomToken.hex(bytes: 16)) FROM upserted
                 ON CONFLICT (user_name, container) DO NOTHING
                 """)
-            let user = try await identity(transaction, userName: name, container: container)
-            return try await issue(transaction, kind: .webAuth, container: container, user: user, now: now)
+            let issued = try await openSession(
+                transaction, userName: name, container: container, device: .operatorIssued, now: now)
+            return IssuedToken(
+                token: issued.token, kind: .webAuth, container: container, user: issued.session.user, createdAt: now,
+                revoked: false, sessionID: issued.session.id)
         }
     }
 
     public func listTokens(container: String?) async throws -> [IssuedToken] {
         try await rows(
             """
-            SELECT t.token, t.kind, t.container, t.created_at, t.revoked_at IS NOT NULL, \(unescaped: Self.identityColumns)
-            FROM tokens t
+            SELECT t.token, t.kind, t.container, t.created_at, t.revoked, \(unescaped: Self.identityColumns)
+            FROM (
+                SELECT token, 'api' AS kind, container, created_at, revoked_at IS NOT NULL AS revoked,
+                    NULL::text AS user_name
+                FROM tokens WHERE kind = 'api'
+                UNION ALL
+                SELECT id, 'web', container, created_at, revoked_at IS NOT NULL, user_name FROM sessions
+            ) t
             LEFT JOIN users u ON u.name = t.user_name
             LEFT JOIN user_identities i ON i.user_name = t.user_name AND i.container = t.container
             WHERE \(container)::text IS NULL OR t.container = \(container)
@@ -76,19 +85,30 @@ extension PostgresStore: AccountStore {
                 try columns.next(String.self), try columns.next(String.self), try columns.next(String.self),
                 try columns.next(Int64.self), try columns.next(Bool.self)
             )
+            let tokenKind = IssuedToken.Kind(rawValue: kind) ?? .api
             return IssuedToken(
-                token: token, kind: IssuedToken.Kind(rawValue: kind) ?? .api, container: container,
-                user: try columns.optionalIdentity(container: container), createdAt: createdAt, revoked: revoked)
+                token: token, kind: tokenKind, container: container,
+                user: try columns.optionalIdentity(container: container), createdAt: createdAt, revoked: revoked,
+                sessionID: tokenKind == .webAuth ? token : nil)
         }
     }
 
     public func revokeToken(_ token: String) async throws -> Bool {
-        try await !rows(
-            """
-            UPDATE tokens SET revoked_at = \(clock.nowMillis()) WHERE token = \(token) AND revoked_at IS NULL
-            RETURNING token
-            """
-        ).isEmpty
+        let now = clock.nowMillis()
+        return try await transaction { transaction in
+            let api = try await transaction.rows(
+                """
+                UPDATE tokens SET revoked_at = \(now) WHERE token = \(token) AND revoked_at IS NULL RETURNING token
+                """)
+            if !api.isEmpty { return true }
+            return try await !transaction.rows(
+                """
+                UPDATE sessions SET revoked_at = \(now)
+                WHERE (token_hash = \(SessionToken.hash(token)) OR id = \(token)) AND revoked_at IS NULL
+                RETURNING id
+                """
+            ).isEmpty
+        }
     }
 
     public func addServerKey(keyID: String, container: String, publicKeyPEM: String) async throws {
@@ -130,28 +150,25 @@ extension PostgresStore: AccountStore {
     }
 
     public func user(forWebAuthToken token: String) async throws -> UserIdentity? {
-        try await rows(
-            """
-            SELECT t.container, \(unescaped: Self.identityColumns)
-            FROM tokens t JOIN users u ON u.name = t.user_name
-            JOIN user_identities i ON i.user_name = t.user_name AND i.container = t.container
-            WHERE t.token = \(token) AND t.kind = 'web' AND t.revoked_at IS NULL
-            """
-        ).first.flatMap { row in
-            var columns = ColumnReader(row)
-            return try columns.optionalIdentity(container: try columns.next())
-        }
+        try await lookUpTokens(apiToken: "", webAuthToken: token).user
     }
 
     /// Both lookups of a request in one statement (every API request makes them).
     public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
-        guard let row = try await rows(Prepared<Statements.TokenLookup>([apiToken, webAuthToken])).first
+        guard
+            let row = try await rows(
+                Prepared<Statements.TokenLookup>([apiToken, webAuthToken.map(SessionToken.hash)])
+            ).first
         else { return TokenLookup(container: nil, user: nil) }
         var columns = ColumnReader(row)
         let container = try columns.next(String?.self)
         let userContainer = try columns.next(String?.self)
-        let user = try userContainer.flatMap { try columns.optionalIdentity(container: $0) }
-        return TokenLookup(container: container, user: user)
+        let sessionID = try columns.next(String?.self)
+        let lastSeenAt = try columns.next(Int64?.self)
+        guard let userContainer, let sessionID, let lastSeenAt,
+            let user = try columns.optionalIdentity(container: userContainer)
+        else { return TokenLookup(container: container, user: nil) }
+        return TokenLookup(container: container, user: user, session: SessionStamp(id: sessionID, lastSeenAt: lastSeenAt))
     }
 
     public func serverKey(id: String) async throws -> ServerKey? {

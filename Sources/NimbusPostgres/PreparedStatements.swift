@@ -167,11 +167,11 @@ enum Statements {
         static let sql = """
             SELECT
                 (SELECT container FROM tokens WHERE token = $1 AND kind = 'api' AND revoked_at IS NULL),
-                w.container, \(PostgresStore.identityColumns)
+                s.container, s.id, s.last_seen_at, \(PostgresStore.identityColumns)
             FROM (SELECT 1) AS one
-            LEFT JOIN tokens w ON w.token = $2 AND w.kind = 'web' AND w.revoked_at IS NULL
-            LEFT JOIN users u ON u.name = w.user_name
-            LEFT JOIN user_identities i ON i.user_name = w.user_name AND i.container = w.container
+            LEFT JOIN sessions s ON s.token_hash = $2 AND s.revoked_at IS NULL
+            LEFT JOIN users u ON u.name = s.user_name
+            LEFT JOIN user_identities i ON i.user_name = s.user_name AND i.container = s.container
             """
         static let parameterTypes: [PostgresDataType] = [.text, .text]
     }

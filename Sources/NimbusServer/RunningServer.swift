@@ -69,13 +69,23 @@ public final class RunningServer: Sendable {
             schemas: SchemaRegistry(store: store), assets: store, clock: configuration.clock)
         api.assetSettings = configuration.assets
         api.userQuotaBytes = configuration.userQuotaBytes
-        let authenticator = Authenticator(
+        let accounts = AccountService(
+            store: store, hasher: PasswordHasher(cost: configuration.signIn.passwordCost),
+            mail: configuration.signIn.mailSender ?? LoggingMailSender(logger: logger),
+            throttle: SignInThrottle(settings: configuration.signIn, clock: configuration.clock),
+            clock: configuration.clock, settings: configuration.signIn)
+        api.signIn = accounts
+        api.pushSessions = hub
+        var authenticator = Authenticator(
             accounts: store, signatureWindow: configuration.signatureWindow, clock: configuration.clock)
+        authenticator.sessionPolicy = SessionPolicy(configuration.signIn)
+        authenticator.sessions = store
         let responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,
             publicBaseURL: configuration.push.publicBaseURL, assetLinks: links,
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
         let router = Routes.build(responder: responder)
+        SignInPage.add(to: router, page: SignInPage(accounts: accounts, publicBaseURL: configuration.push.publicBaseURL))
         AssetRoutes.add(
             to: router,
             transfer: AssetTransfer(
@@ -110,10 +120,13 @@ public final class RunningServer: Sendable {
             metadata: store, bytes: assetBytes, settings: configuration.assets, logger: logger,
             clock: configuration.clock)
         let relay = RemoteNotificationRelay(store: store, hub: hub, logger: logger)
+        let sessionWatcher = SessionWatcher(
+            hub: hub, sessions: store, policy: SessionPolicy(configuration.signIn),
+            interval: configuration.signIn.pushSessionCheckInterval, clock: configuration.clock, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
                 // Shut down in reverse: the sweeper first ends the couriers' long polls.
-                services: [relay, app, compactor, collector, sweeper],
+                services: [relay, app, compactor, collector, sessionWatcher, sweeper],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))
         let runTask = Task {

@@ -33,6 +33,8 @@ public struct ServerConfiguration: Sendable {
     /// they reference, `DatabaseUsage`); `nil`: no quota. Over it, saves fail with
     /// QUOTA_EXCEEDED and write nothing; deletes free space at once.
     public var userQuotaBytes: Int64?
+    /// Sessions and built-in accounts: idle expiry, password hashing, throttling, mail.
+    public var signIn = SignInSettings()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

@@ -6,7 +6,9 @@ import NimbusProtocol
 /// Nimbus ships two engines: ``SQLiteStore`` (one embedded file, one node) and
 /// `PostgresStore` (module `NimbusPostgres`: any number of stateless nodes on one
 /// PostgreSQL database). The server and the `nimbus` CLI only ever talk to this protocol.
-public protocol NimbusStorage: RecordStore, NotificationStore, AccountStore, SchemaStore, AssetMetadataStore {
+public protocol NimbusStorage:
+    RecordStore, NotificationStore, AccountStore, SessionStore, SignInStore, SchemaStore, AssetMetadataStore
+{
     /// A short name of the engine for logs and benchmark tables (`sqlite`, `postgres`).
     var engineName: String { get }
 

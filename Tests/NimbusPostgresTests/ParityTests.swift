@@ -200,12 +200,13 @@ enum ParityScript {
         return log
     }
 
-    /// Blanks UUIDs and random hex tokens.
+    /// Blanks UUIDs, random hex tokens and session IDs.
     static func normalized(_ text: String) -> String {
         var text = text
         for (pattern, replacement) in [
             ("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
             ("[0-9a-f]{32,64}", "<hex>"),
+            ("s_[0-9a-f]{24}", "<session>"),
         ] {
             text = text.replacingOccurrences(of: pattern, with: replacement, options: .regularExpression)
         }

@@ -55,8 +55,10 @@ struct ClockTests {
 
             clock.advance(by: .seconds(5))
             #expect(try await server.server.store.revokeToken(alice.webAuthToken ?? ""))
+            // A web auth token is a session, stored by the SHA-256 of its token.
             let revokedAt = try await Self.integer(
-                "SELECT revoked_at FROM tokens WHERE token = '\(alice.webAuthToken ?? "")'", server)
+                "SELECT revoked_at FROM sessions WHERE token_hash = '\(SessionToken.hash(alice.webAuthToken ?? ""))'",
+                server)
             #expect(revokedAt == Self.past + 15_000)
         }
     }

@@ -24,9 +24,11 @@ struct AccountStoreTests {
 
             #expect(try await store.container(forAPIToken: api.token) == F.container)
             #expect(try await store.user(forWebAuthToken: web.token) == user)
+            let sessionID = try #require(web.sessionID)
             #expect(
                 try await store.lookUpTokens(apiToken: api.token, webAuthToken: web.token)
-                    == TokenLookup(container: F.container, user: user))
+                    == TokenLookup(
+                        container: F.container, user: user, session: SessionStamp(id: sessionID, lastSeenAt: F.past + 10_000)))
             #expect(try await store.user(recordName: user.recordName, container: F.container) == user)
 
             #expect(try await store.revokeToken(web.token))
@@ -37,7 +39,7 @@ struct AccountStoreTests {
                 try await store.lookUpTokens(apiToken: api.token, webAuthToken: web.token)
                     == TokenLookup(container: F.container, user: nil))
             let listed = try await store.listTokens(container: F.container)
-            #expect(listed.map(\.token) == [api.token, web.token], "in order of issue")
+            #expect(listed.map(\.token) == [api.token, sessionID], "in order of issue; a session by its ID")
             #expect(listed.map(\.revoked) == [false, true])
             #expect(listed.map(\.createdAt) == [F.past, F.past + 10_000])
         }

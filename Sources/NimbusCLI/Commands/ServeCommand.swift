@@ -58,11 +58,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The most bytes a user's private database may hold (records + assets); default: no quota.")
     var userQuotaBytes: Int64?
 
+    @Option(name: .long, help: "Days a session (web auth token) may go unused before it expires.")
+    var sessionIdleDays: Double = 30
+
     func validate() throws {
         _ = try connectionSettings()
         _ = try assetSettings()
         if let userQuotaBytes, userQuotaBytes <= 0 {
             throw ValidationError("--user-quota-bytes must be positive, got \(userQuotaBytes)")
+        }
+        guard sessionIdleDays > 0, sessionIdleDays <= 3650 else {
+            throw ValidationError("--session-idle-days must be more than 0 and at most 3650, got \(sessionIdleDays)")
         }
     }
 
@@ -89,6 +95,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.connections = try connectionSettings()
         configuration.assets = try assetSettings()
         configuration.userQuotaBytes = userQuotaBytes
+        configuration.signIn.sessionIdle = .milliseconds(Int64(sessionIdleDays * 86_400_000))
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         fflush(nil)

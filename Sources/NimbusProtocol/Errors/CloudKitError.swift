@@ -16,6 +16,8 @@ public struct CloudKitError: Error, Sendable, Equatable, CustomStringConvertible
     /// Nimbus extension on CONFLICT: the server's current record, so the client can merge
     /// without another round trip.
     public var serverRecord: Record?
+    /// On AUTHENTICATION_REQUIRED: where the user signs in (CloudKit's `redirectURL`).
+    public var redirectURL: String?
 
     public init(
         _ code: ServerErrorCode, _ reason: String, recordName: String? = nil, zoneID: ZoneID? = nil,

@@ -10,6 +10,7 @@ extension CloudKitError {
         if let recordName { members["recordName"] = .string(recordName) }
         if let zoneID { members["zoneID"] = zoneID.wireJSON }
         if let retryAfter { members["retryAfter"] = .int(retryAfter) }
+        if let redirectURL { members["redirectURL"] = .string(redirectURL) }
         if let serverRecord { members["serverRecord"] = serverRecord.wireJSON(numbersAsStrings: numbersAsStrings) }
         return .object(members)
     }
@@ -26,5 +27,6 @@ extension CloudKitError {
         self.init(
             code, reason, recordName: members["recordName"]?.string, zoneID: zoneID,
             retryAfter: members["retryAfter"]?.int64.map { Int($0) }, serverRecord: serverRecord)
+        self.redirectURL = members["redirectURL"]?.string
     }
 }

@@ -10,6 +10,10 @@ struct Authenticator: Sendable {
     let signatureWindow: Duration
     /// The server's clock, which a signed request's date must be within ``signatureWindow`` of.
     let clock: WallClock
+    /// When sessions expire and when their use is recorded.
+    var sessionPolicy = SessionPolicy(SignInSettings())
+    /// Where a session's use is recorded (`nil`: never).
+    var sessions: (any SessionStore)? = nil
 
     struct Credentials: Sendable {
         var apiToken: String?
@@ -80,14 +84,33 @@ struct Authenticator: Sendable {
                 throw CloudKitError(
                     .authenticationFailed, "the ckWebAuthToken was issued for container \(user.container), not \(container)")
             }
+            if let session = lookup.session {
+                try await checkSession(session)
+                identity.sessionID = session.id
+            }
             identity.user = user
         }
         if scope != .public && identity.user == nil {
-            throw CloudKitError(
+            var error = CloudKitError(
                 .authenticationRequired,
-                "the \(scope.rawValue) database needs a signed-in user: pass ckWebAuthToken")
+                "the \(scope.rawValue) database needs a signed-in user: pass ckWebAuthToken (sign in at redirectURL)")
+            error.redirectURL = SignInPage.path(container: container, environment: environment)
+            throw error
         }
         return Pending(identity: identity, signature: nil)
+    }
+
+    /// Refuses an expired session; records the use of one not seen for a while.
+    private func checkSession(_ session: SessionStamp) async throws {
+        let now = clock.nowMillis()
+        if sessionPolicy.isExpired(lastSeenAt: session.lastSeenAt, now: now) {
+            throw CloudKitError(
+                .authenticationFailed,
+                "the ckWebAuthToken's session expired after \(sessionPolicy.idleDays) days unused; sign in again")
+        }
+        if sessionPolicy.needsTouch(lastSeenAt: session.lastSeenAt, now: now) {
+            try await sessions?.touchSession(id: session.id, at: now)
+        }
     }
 
     /// A request authenticated from its URL and headers; a signed one still needs its body.

@@ -12,6 +12,8 @@ struct RequestIdentity: Sendable {
     var serverKeyID: String?
     /// The device the client says it is (`X-Nimbus-Device-ID` header or `deviceID` query).
     var deviceID: String?
+    /// The session of the web auth token, if the user came with one.
+    var sessionID: String? = nil
 
     var isAdmin: Bool { serverKeyID != nil }
 

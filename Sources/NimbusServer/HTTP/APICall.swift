@@ -17,6 +17,8 @@ struct APICall: Sendable {
     var assetDownloadLifetime: Int64 = 0
     /// When the call is served, in milliseconds since the epoch.
     var now: Int64 = 0
+    /// The client's IP address, as the socket says (sign-in throttling).
+    var peerAddress: String? = nil
 
     var database: DatabaseKey { identity.database }
 

@@ -41,12 +41,29 @@ public enum APIOperation: String, CaseIterable, Sendable {
     /// The asset dictionaries of existing asset fields (`assets: [{recordName, fieldName}]`),
     /// to save on other records without uploading the bytes again.
     case assetsRereference = "assets/rereference"
+    /// Nimbus extension: the signed-in user's sessions in the container.
+    case sessionsList = "sessions/list"
+    /// Nimbus extension: revokes sessions of the signed-in user (`sessionIDs`).
+    case sessionsRevoke = "sessions/revoke"
+    /// Nimbus extension: a new web auth token for the current session; the old one stops working.
+    case sessionsRefresh = "sessions/refresh"
+    /// Nimbus extension: registers a built-in account and mails a verification code.
+    case accountsSignUp = "accounts/signup"
+    /// Nimbus extension: verifies a built-in account's address with the mailed code.
+    case accountsVerify = "accounts/verify"
+    /// Nimbus extension: signs in with a built-in account, opening a session.
+    case accountsSignIn = "accounts/signin"
+    /// Nimbus extension: mails a password reset code.
+    case accountsForgotPassword = "accounts/password/forgot"
+    /// Nimbus extension: sets a new password with a reset code.
+    case accountsResetPassword = "accounts/password/reset"
 
     /// The HTTP methods the operation answers.
     public var methods: [String] {
         switch self {
         case .zonesList, .usersCurrent: return ["GET", "POST"]
         case .usersCaller, .subscriptionsList, .usersDiscoverability: return ["GET", "POST"]
+        case .sessionsList: return ["GET", "POST"]
         default: return ["POST"]
         }
     }
@@ -75,6 +92,14 @@ public enum APIOperation: String, CaseIterable, Sendable {
     /// Operations of the container environment rather than of one database (CloudKit
     /// addresses them without the `{database}` path segment; Nimbus accepts both forms).
     public var isDatabaseless: Bool {
-        self == .tokensCreate || self == .tokensRegister
+        self == .tokensCreate || self == .tokensRegister || isAccountEntry
+    }
+
+    /// Operations that need no signed-in user, only the API token: those that make one.
+    public var isAccountEntry: Bool {
+        switch self {
+        case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword: true
+        default: false
+        }
     }
 }

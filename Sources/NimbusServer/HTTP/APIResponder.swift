@@ -56,16 +56,17 @@ struct APIResponder: Sendable {
         let scope: DatabaseScope
         let operationPath: String
         if let operation = APIOperation(rawValue: parts[4...].joined(separator: "/")), operation.isDatabaseless {
-            // Tokens belong to the signed-in user of the container environment, not to a database.
-            scope = .private
+            // Tokens belong to the signed-in user of the container environment, not to a
+            // database; signing in needs only the API token.
+            scope = operation.isAccountEntry ? .public : .private
             operationPath = operation.rawValue
         } else {
             guard parts.count >= 7 else { throw CloudKitError(.notFound, "no such endpoint: \(path)") }
             guard let pathScope = DatabaseScope(rawValue: parts[4]) else {
                 throw CloudKitError(.badRequest, "database must be public, private or shared, got '\(parts[4])'")
             }
-            scope = pathScope
             operationPath = parts[5...].joined(separator: "/")
+            scope = APIOperation(rawValue: operationPath)?.isAccountEntry == true ? .public : pathScope
         }
         guard let operation = APIOperation(rawValue: operationPath) else {
             throw CloudKitError(.notFound, "no such operation: \(operationPath)")
@@ -94,8 +95,14 @@ struct APIResponder: Sendable {
             signatureDate: request.headers[Self.dateHeader],
             signature: request.headers[Self.signatureHeader],
             deviceID: request.headers[Self.deviceHeader] ?? query.get("deviceID").map { String($0) })
-        let pending = try await authenticator.authenticateHead(
-            credentials, container: container, environment: environment, scope: scope, subpath: path)
+        let pending: Authenticator.Pending
+        do {
+            pending = try await authenticator.authenticateHead(
+                credentials, container: container, environment: environment, scope: scope, subpath: path)
+        } catch var error as CloudKitError {
+            error.redirectURL = await signInURL(error, request: request)
+            throw error
+        }
         let bodyBytes = try await Self.collectBody(request, limit: limit, operation: operation)
         let identity = try pending.verified(body: bodyBytes)
 
@@ -111,9 +118,26 @@ struct APIResponder: Sendable {
             operation: operation, identity: identity, body: body,
             numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false,
             origin: RequestOrigin.of(request, configured: publicBaseURL), assetLinks: assetLinks,
-            assetDownloadLifetime: assetDownloadLifetime, now: api.now())
-        let result = try await api.handle(call)
-        return Self.jsonResponse(result)
+            assetDownloadLifetime: assetDownloadLifetime, now: api.now(), peerAddress: PeerAddress.current)
+        do {
+            return Self.jsonResponse(try await api.handle(call))
+        } catch var error as CloudKitError where error.code == .authenticationRequired {
+            // A valid API token but no user: the handler needs one, who can sign in.
+            error.redirectURL = error.redirectURL ?? SignInPage.path(container: container, environment: environment)
+            error.redirectURL = await signInURL(error, request: request)
+            throw error
+        }
+    }
+
+    /// The absolute `redirectURL` of an AUTHENTICATION_REQUIRED error that has a sign-in page
+    /// path, when the container lets users sign in there; `nil` otherwise (CloudKit's answer
+    /// without a sign-in URL, as before built-in accounts).
+    private func signInURL(_ error: CloudKitError, request: Request) async -> String? {
+        guard error.code == .authenticationRequired, let path = error.redirectURL, let accounts = api.signIn,
+            let container = SignInPage.container(ofPath: path),
+            (try? await accounts.containerSettings(container).passwords) == true
+        else { return nil }
+        return RequestOrigin.of(request, configured: publicBaseURL) + path
     }
 
     /// The request body, read up to `limit` bytes: a longer one is refused as soon as it

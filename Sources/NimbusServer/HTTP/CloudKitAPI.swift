@@ -20,6 +20,10 @@ struct CloudKitAPI: Sendable {
     let clock: WallClock
     /// The quota of each private database (``ServerConfiguration/userQuotaBytes``).
     var userQuotaBytes: Int64?
+    /// Built-in accounts (`nil`: none, as in tests of other parts).
+    var signIn: AccountService? = nil
+    /// Closes the push connections of revoked sessions (the push hub).
+    var pushSessions: PushHub? = nil
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {
@@ -47,6 +51,11 @@ struct CloudKitAPI: Sendable {
         case .notificationsMarkRead: return try await markNotificationsRead(call)
         case .assetsUpload: return try await requestAssetUploads(call)
         case .assetsRereference: return try await rereferenceAssets(call)
+        case .sessionsList: return try await listSessions(call)
+        case .sessionsRevoke: return try await revokeSessions(call)
+        case .sessionsRefresh: return try await refreshSession(call)
+        case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword:
+            return try await accountEntry(call)
         }
     }
 

@@ -44,9 +44,10 @@ struct PushChannel: Sendable {
     /// with the hub and queues its catch-up push; or says why it is refused.
     func decide(uri: URI, header: (String) -> String?, channel: any Channel) async -> PushSocketHandler.Role {
         do {
-            let (recipient, deviceID) = try await authenticate(uri: uri, header: header)
+            let (recipient, deviceID, sessionID) = try await authenticatedDevice(uri: uri, header: header)
             let connection = PushConnection(
-                recipient: recipient, deviceID: deviceID, channel: channel, bufferLimit: settings.bufferLimit)
+                recipient: recipient, deviceID: deviceID, channel: channel, bufferLimit: settings.bufferLimit,
+                sessionID: sessionID)
             guard await hub.register(connection) else {
                 // The server is stopping: a retryable refusal (1001), the client comes back later.
                 return .refused(.goingAway, reason: "TRY_AGAIN_LATER: the server is stopping; connect again")
@@ -75,6 +76,14 @@ struct PushChannel: Sendable {
 
     /// Who connects: the signed-in user of the container environment, and the device.
     func authenticate(uri: URI, header: (String) -> String?) async throws -> (NotificationRecipient, String) {
+        let (recipient, deviceID, _) = try await authenticatedDevice(uri: uri, header: header)
+        return (recipient, deviceID)
+    }
+
+    /// Who connects, the device, and the session they came with.
+    func authenticatedDevice(uri: URI, header: (String) -> String?) async throws
+        -> (NotificationRecipient, String, String?)
+    {
         guard let target = Self.target(of: uri) else { throw CloudKitError(.notFound, "no such endpoint: \(uri.path)") }
         guard let environment = ContainerEnvironment(rawValue: target.environment) else {
             throw CloudKitError.badRequest("environment must be development or production, got '\(target.environment)'")
@@ -99,7 +108,7 @@ struct PushChannel: Sendable {
         }
         return (
             NotificationRecipient(container: target.container, environment: environment, userRecordName: user.recordName),
-            deviceID
+            deviceID, identity.sessionID
         )
     }
 

@@ -73,9 +73,13 @@ final class PushConnection: Sendable {
         case closed
     }
 
-    init(recipient: NotificationRecipient, deviceID: String, channel: any Channel, bufferLimit: Int) {
+    /// The session the device authenticated with: revoking it closes the connection.
+    let sessionID: String?
+
+    init(recipient: NotificationRecipient, deviceID: String, channel: any Channel, bufferLimit: Int, sessionID: String? = nil) {
         self.recipient = recipient
         self.deviceID = deviceID
+        self.sessionID = sessionID
         self.channel = channel
         self.bufferLimit = bufferLimit
     }
@@ -186,6 +190,16 @@ final class PushConnection: Sendable {
 
     /// Closes the connection with close code 1001 (going away): the server is stopping.
     func closeGoingAway() {
+        closeSending(.goingAway, reason: nil)
+    }
+
+    /// Closes the connection with close code 1008 (policy violation): its session was
+    /// revoked or expired.
+    func closeSessionEnded() {
+        closeSending(.policyViolation, reason: "AUTHENTICATION_FAILED: the session was revoked or expired; sign in again")
+    }
+
+    private func closeSending(_ code: WebSocketErrorCode, reason: String?) {
         let first = state.withLockedValue { state -> Bool in
             if case .closed = state.phase { return false }
             state.phase = .closed
@@ -194,7 +208,8 @@ final class PushConnection: Sendable {
         guard first else { return }
         let channel = channel
         var data = ByteBuffer()
-        data.write(webSocketErrorCode: .goingAway)
+        data.write(webSocketErrorCode: code)
+        if let reason { data.writeString(reason) }
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
             .whenComplete { _ in channel.close(promise: nil) }
     }

@@ -121,7 +121,9 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 // The channel's handler serves it from here on; the hub closes it at shutdown.
                 return
             case .notUpgraded(let http1):
-                await handleHTTP(asyncChannel: http1, logger: logger)
+                await PeerAddress.$current.withValue(http1.channel.remoteAddress?.ipAddress) {
+                    await handleHTTP(asyncChannel: http1, logger: logger)
+                }
             case .failedUpgrade(let http1):
                 await Self.writeFailedUpgrade(http1, logger: logger)
             }

@@ -98,6 +98,19 @@ public actor PushHub {
         }
     }
 
+    /// Closes the connections opened with any of these sessions (revoked or expired).
+    func closeConnections(ofSessions ids: Set<String>) {
+        guard !ids.isEmpty else { return }
+        for connection in allConnections() where connection.sessionID.map(ids.contains) == true {
+            connection.closeSessionEnded()
+        }
+    }
+
+    /// The sessions of the connected devices.
+    func connectedSessionIDs() -> Set<String> {
+        Set(devices.values.flatMap(\.values).compactMap(\.sessionID))
+    }
+
     /// Every connection, for the sweeper.
     func allConnections() -> [PushConnection] {
         devices.values.flatMap(\.values)

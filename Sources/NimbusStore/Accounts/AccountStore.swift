@@ -10,13 +10,17 @@ public protocol AccountStore: Sendable {
     func createAPIToken(container: String) async throws -> IssuedToken
 
     /// Creates the user if new, gives them a record name in the container (different in each
-    /// container, as in CloudKit) and issues a web auth token.
+    /// container, as in CloudKit) and issues a web auth token: a session on the device
+    /// ``SessionDevice/operatorIssued``.
     func createUser(
         name: String, email: String?, firstName: String?, lastName: String?, container: String
     ) async throws -> IssuedToken
 
+    /// API tokens and sessions, in order of issue. A session is listed with its ID as
+    /// ``IssuedToken/token``: its token is stored only as a hash.
     func listTokens(container: String?) async throws -> [IssuedToken]
-    /// Revokes a token; `false` if there was no such active token.
+    /// Revokes an API token, or the session of a web auth token or session ID; `false` if
+    /// there was no such active token.
     func revokeToken(_ token: String) async throws -> Bool
 
     func addServerKey(keyID: String, container: String, publicKeyPEM: String) async throws
@@ -62,10 +66,24 @@ public struct TokenLookup: Sendable, Equatable {
     public var container: String?
     /// The web auth token's user, `nil` if none was asked for or it is unknown or revoked.
     public var user: UserIdentity?
+    /// The web auth token's session: its ID and when it was last seen.
+    public var session: SessionStamp?
 
-    public init(container: String?, user: UserIdentity?) {
+    public init(container: String?, user: UserIdentity?, session: SessionStamp? = nil) {
         self.container = container
         self.user = user
+        self.session = session
+    }
+}
+
+/// Which session a web auth token opens and when it was last used.
+public struct SessionStamp: Sendable, Equatable {
+    public var id: String
+    public var lastSeenAt: Int64
+
+    public init(id: String, lastSeenAt: Int64) {
+        self.id = id
+        self.lastSeenAt = lastSeenAt
     }
 }
 
@@ -95,14 +113,20 @@ public struct IssuedToken: Sendable, Equatable {
     public var user: UserIdentity?
     public var createdAt: Int64
     public var revoked: Bool
+    /// For web auth tokens: the session the token opens.
+    public var sessionID: String?
 
-    public init(token: String, kind: Kind, container: String, user: UserIdentity?, createdAt: Int64, revoked: Bool) {
+    public init(
+        token: String, kind: Kind, container: String, user: UserIdentity?, createdAt: Int64, revoked: Bool,
+        sessionID: String? = nil
+    ) {
         self.token = token
         self.kind = kind
         self.container = container
         self.user = user
         self.createdAt = createdAt
         self.revoked = revoked
+        self.sessionID = sessionID
     }
 }
 

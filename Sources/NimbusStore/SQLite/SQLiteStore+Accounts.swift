@@ -53,8 +53,11 @@ extension SQLiteStore: AccountStore {
                     sql: "INSERT INTO user_identities (user_name, container, record_name) VALUES (?, ?, ?)",
                     arguments: [name, container, "_" + RandomToken.hex(bytes: 16)])
             }
-            let user = try Self.identity(db, userName: name, container: container)
-            return try Self.issue(db, kind: .webAuth, container: container, user: user, now: now)
+            let issued = try Self.openSession(
+                db, userName: name, container: container, device: .operatorIssued, now: now)
+            return IssuedToken(
+                token: issued.token, kind: .webAuth, container: container, user: issued.session.user, createdAt: now,
+                revoked: false, sessionID: issued.session.id)
         }
     }
 
@@ -62,24 +65,36 @@ extension SQLiteStore: AccountStore {
         try await pool.read { db in
             let rows = try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM tokens WHERE (? IS NULL OR container = ?) ORDER BY created_at, token",
-                arguments: [container, container])
+                sql: """
+                    SELECT token, container, created_at, revoked_at IS NOT NULL, NULL AS user_name, 0 AS is_session
+                    FROM tokens WHERE kind = 'api' AND (? IS NULL OR container = ?)
+                    UNION ALL
+                    SELECT id, container, created_at, revoked_at IS NOT NULL, user_name, 1
+                    FROM sessions WHERE (? IS NULL OR container = ?)
+                    ORDER BY created_at, 1
+                    """,
+                arguments: [container, container, container, container])
             return try rows.map { row in
-                let userName: String? = row["user_name"]
-                let containerID: String = row["container"]
+                let userName: String? = row[4]
+                let containerID: String = row[1]
+                let isSession: Bool = row[5]
                 return IssuedToken(
-                    token: row["token"], kind: IssuedToken.Kind(rawValue: row["kind"]) ?? .api, container: containerID,
+                    token: row[0], kind: isSession ? .webAuth : .api, container: containerID,
                     user: try userName.flatMap { try Self.identity(db, userName: $0, container: containerID) },
-                    createdAt: row["created_at"], revoked: (row["revoked_at"] as Int64?) != nil)
+                    createdAt: row[2], revoked: row[3], sessionID: isSession ? row[0] : nil)
             }
         }
     }
 
     public func revokeToken(_ token: String) async throws -> Bool {
         try await pool.write { db in
+            let now = self.clock.nowMillis()
             try db.execute(
-                sql: "UPDATE tokens SET revoked_at = ? WHERE token = ? AND revoked_at IS NULL",
-                arguments: [self.clock.nowMillis(), token])
+                sql: "UPDATE tokens SET revoked_at = ? WHERE token = ? AND revoked_at IS NULL", arguments: [now, token])
+            if db.changesCount > 0 { return true }
+            try db.execute(
+                sql: "UPDATE sessions SET revoked_at = ? WHERE (token_hash = ? OR id = ?) AND revoked_at IS NULL",
+                arguments: [now, SessionToken.hash(token), token])
             return db.changesCount > 0
         }
     }
@@ -122,7 +137,7 @@ extension SQLiteStore: AccountStore {
     }
 
     public func user(forWebAuthToken token: String) async throws -> UserIdentity? {
-        try await pool.read { db in try Self.user(db, webAuthToken: token) }
+        try await pool.read { db in try Self.user(db, webAuthToken: token)?.user }
     }
 
     /// One read for both lookups of a request (every API request makes them).
@@ -132,19 +147,29 @@ extension SQLiteStore: AccountStore {
                 db.cachedStatement(
                     sql: "SELECT container FROM tokens WHERE token = ? AND kind = 'api' AND revoked_at IS NULL"),
                 arguments: [apiToken])
-            let user = try webAuthToken.flatMap { try Self.user(db, webAuthToken: $0) }
-            return TokenLookup(container: container, user: user)
+            guard let webAuthToken, let found = try Self.user(db, webAuthToken: webAuthToken) else {
+                return TokenLookup(container: container, user: nil)
+            }
+            return TokenLookup(container: container, user: found.user, session: found.session)
         }
     }
 
-    static func user(_ db: Database, webAuthToken token: String) throws -> UserIdentity? {
+    /// The user and session of an unrevoked session's token.
+    static func user(_ db: Database, webAuthToken token: String) throws -> (user: UserIdentity, session: SessionStamp)? {
         guard
             let row = try Row.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT user_name, container FROM tokens WHERE token = ? AND kind = 'web' AND revoked_at IS NULL"),
-                arguments: [token])
+                    sql: """
+                        SELECT s.id, s.last_seen_at, u.name, i.record_name, u.email, u.first_name, u.last_name, s.container
+                        FROM sessions s JOIN users u ON u.name = s.user_name
+                        JOIN user_identities i ON i.user_name = s.user_name AND i.container = s.container
+                        WHERE s.token_hash = ? AND s.revoked_at IS NULL
+                        """),
+                arguments: [SessionToken.hash(token)])
         else { return nil }
-        return try identity(db, userName: row[0], container: row[1])
+        let user = UserIdentity(
+            name: row[2], recordName: row[3], container: row[7], email: row[4], firstName: row[5], lastName: row[6])
+        return (user, SessionStamp(id: row[0], lastSeenAt: row[1]))
     }
 
     public func serverKey(id: String) async throws -> ServerKey? {
