@@ -53,6 +53,9 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case accountsVerify = "accounts/verify"
     /// Nimbus extension: signs in with a built-in account, opening a session.
     case accountsSignIn = "accounts/signin"
+    /// Nimbus extension: exchanges an identity provider's ID token (Sign in with Apple,
+    /// Google, OpenID Connect) for a session.
+    case accountsSignInWithIDToken = "accounts/signin/idtoken"
     /// Nimbus extension: mails a password reset code.
     case accountsForgotPassword = "accounts/password/forgot"
     /// Nimbus extension: sets a new password with a reset code.
@@ -98,7 +101,9 @@ public enum APIOperation: String, CaseIterable, Sendable {
     /// Operations that need no signed-in user, only the API token: those that make one.
     public var isAccountEntry: Bool {
         switch self {
-        case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword: true
+        case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword,
+            .accountsSignInWithIDToken:
+            true
         default: false
         }
     }

@@ -22,6 +22,8 @@ struct CloudKitAPI: Sendable {
     var userQuotaBytes: Int64?
     /// Built-in accounts (`nil`: none, as in tests of other parts).
     var signIn: AccountService? = nil
+    /// Sign-in with identity providers' ID tokens (`nil`: none, as in tests of other parts).
+    var identitySignIn: IdentitySignIn? = nil
     /// Closes the push connections of revoked sessions (the push hub).
     var pushSessions: PushHub? = nil
 
@@ -56,6 +58,7 @@ struct CloudKitAPI: Sendable {
         case .sessionsRefresh: return try await refreshSession(call)
         case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword:
             return try await accountEntry(call)
+        case .accountsSignInWithIDToken: return try await identityTokenSignIn(call)
         }
     }
 

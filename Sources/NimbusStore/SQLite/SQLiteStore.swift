@@ -171,6 +171,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v6-repair-values", migrate: migrateV6RepairValues)
         migrator.registerMigration("v7-assets", migrate: migrateV7Assets)
         migrator.registerMigration("v9-sessions", migrate: migrateV9Sessions)
+        migrator.registerMigration("v10-identity-logins", migrate: migrateV10IdentityLogins)
         return migrator
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import NIOConcurrencyHelpers
+import NimbusStore
 
 @testable import NimbusServer
 

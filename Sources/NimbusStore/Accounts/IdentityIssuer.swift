@@ -34,7 +34,7 @@ public struct IdentityIssuer: Sendable, Hashable, Codable {
 
     /// Whether a token's `iss` names this issuer. Google writes its issuer with or without the
     /// scheme, as its documentation says; every other issuer must match exactly.
-    func issued(_ iss: String) -> Bool {
+    public func issued(_ iss: String) -> Bool {
         iss == issuer || (issuer == "https://accounts.google.com" && iss == "accounts.google.com")
     }
 }
