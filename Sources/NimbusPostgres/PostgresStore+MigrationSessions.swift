@@ -4,7 +4,8 @@ import PostgresNIO
 extension PostgresStore {
     /// Schema 11: sessions, logins, one-time codes and containers' sign-in settings, as
     /// SQLite's `v9-sessions`. Web auth tokens issued before sessions existed become sessions
-    /// on the device "operator-issued" (only their SHA-256 kept) and leave `tokens`. Written to
+    /// on the device "operator-issued" (only their SHA-256 kept, last seen at the migration) and
+    /// leave `tokens`. Written to
     /// be run again over itself (`IF NOT EXISTS`), as a database whose recorded versions were
     /// rolled back needs.
     static let sessionsMigration = Migration(
@@ -64,12 +65,14 @@ extension PostgresStore {
             let (token, container, userName, createdAt, revokedAt) = try row.decode(
                 (String, String, String, Int64, Int64?).self)
             let device = SessionDevice.operatorIssued
+            // Last seen at the migration, so that no token expires at once.
+            let seen = max(clock.nowMillis(), createdAt)
             try await transaction.rows(
                 """
                 INSERT INTO sessions
                     (id, token_hash, user_name, container, device_name, platform, created_at, last_seen_at, revoked_at)
                 VALUES (\(SessionToken.newID()), \(SessionToken.hash(token)), \(userName), \(container), \(device.name),
-                    \(device.platform), \(createdAt), \(createdAt), \(revokedAt))
+                    \(device.platform), \(createdAt), \(seen), \(revokedAt))
                 """)
         }
         try await transaction.rows("DELETE FROM tokens WHERE kind = 'web'")
