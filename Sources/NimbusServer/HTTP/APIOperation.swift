@@ -60,6 +60,8 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case accountsForgotPassword = "accounts/password/forgot"
     /// Nimbus extension: sets a new password with a reset code.
     case accountsResetPassword = "accounts/password/reset"
+    /// Nimbus extension: the signed-in user deletes their account in the container.
+    case accountsDelete = "accounts/delete"
 
     /// The HTTP methods the operation answers.
     public var methods: [String] {

@@ -56,6 +56,7 @@ struct CloudKitAPI: Sendable {
         case .sessionsList: return try await listSessions(call)
         case .sessionsRevoke: return try await revokeSessions(call)
         case .sessionsRefresh: return try await refreshSession(call)
+        case .accountsDelete: return try await deleteAccount(call)
         case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword:
             return try await accountEntry(call)
         case .accountsSignInWithIDToken: return try await identityTokenSignIn(call)

@@ -67,16 +67,9 @@ struct AccountService: Sendable {
     /// Verifies an address with the code mailed to it.
     func verify(email: String, code: String, container: String) async throws {
         _ = try await requirePasswords(container: container)
-        let subject = UserLogin.emailSubject(email)
-        let refusal = CloudKitError(
-            .authenticationFailed, "the code is wrong, used or expired; sign up again for a new one")
-        guard let login = try await store.login(issuer: UserLogin.emailIssuer, subject: subject) else { throw refusal }
-        let now = clock.nowMillis()
-        guard
-            try await store.consumeCode(
-                hash: SessionToken.hash(code), purpose: .verifyEmail, userName: login.userName, now: now)
-        else { throw refusal }
-        try await store.markVerified(issuer: UserLogin.emailIssuer, subject: subject, now: now)
+        let (login, now) = try await useCode(
+            code, .verifyEmail, email: email, orElse: "the code is wrong, used or expired; sign up again for a new one")
+        try await store.markVerified(issuer: login.issuer, subject: login.subject, now: now)
     }
 
     /// Signs in with an address and a password, opening a session on `device`.
@@ -122,22 +115,31 @@ struct AccountService: Sendable {
     {
         _ = try await requirePasswords(container: container)
         try PasswordHasher.check(newPassword)
-        let subject = UserLogin.emailSubject(email)
-        let refusal = CloudKitError(
-            .authenticationFailed, "the code is wrong, used or expired; ask for a new one with accounts/password/forgot")
-        guard let login = try await store.login(issuer: UserLogin.emailIssuer, subject: subject) else { throw refusal }
-        let now = clock.nowMillis()
-        guard
-            try await store.consumeCode(
-                hash: SessionToken.hash(code), purpose: .resetPassword, userName: login.userName, now: now)
-        else { throw refusal }
+        let (login, now) = try await useCode(
+            code, .resetPassword, email: email,
+            orElse: "the code is wrong, used or expired; ask for a new one with accounts/password/forgot")
         let hash = try await hasher.hash(newPassword)
-        try await store.setPassword(issuer: UserLogin.emailIssuer, subject: subject, passwordHash: hash, now: now)
+        try await store.setPassword(issuer: login.issuer, subject: login.subject, passwordHash: hash, now: now)
         var revoked: [String] = []
         for session in try await store.listSessions(container: nil, userName: login.userName) where !session.revoked {
             if try await store.revokeSession(id: session.id) { revoked.append(session.id) }
         }
         return revoked
+    }
+
+    /// Uses up a mailed code of the address's login, or refuses with AUTHENTICATION_FAILED
+    /// and `reason` (an unknown address the same way); the login and the time it was used.
+    private func useCode(_ code: String, _ purpose: OneTimeCodePurpose, email: String, orElse reason: String)
+        async throws -> (login: UserLogin, now: Int64)
+    {
+        let refusal = CloudKitError(.authenticationFailed, reason)
+        guard let login = try await store.login(issuer: UserLogin.emailIssuer, subject: UserLogin.emailSubject(email))
+        else { throw refusal }
+        let now = clock.nowMillis()
+        guard
+            try await store.consumeCode(hash: SessionToken.hash(code), purpose: purpose, userName: login.userName, now: now)
+        else { throw refusal }
+        return (login, now)
     }
 
     private func issueCode(_ purpose: OneTimeCodePurpose, userName: String) async throws -> String {

@@ -12,9 +12,9 @@ struct PasswordHasher: Sendable {
     /// unknown address takes as long as a wrong password; made on first need.
     private let decoy = NIOLockedValueBox<String?>(nil)
 
-    /// A hasher of `cost` (at least 10).
+    /// A hasher of `cost`, kept within 10 to 31 (bcrypt takes no more than 31).
     init(cost: UInt8) {
-        self.cost = max(cost, 10)
+        self.cost = min(max(cost, 10), 31)
     }
 
     func hash(_ password: String) async throws -> String {

@@ -5,7 +5,7 @@ public struct SignInSettings: Sendable {
     public var sessionIdle: Duration = .seconds(30 * 24 * 3600)
     /// A session's "last seen" is written at most this often (each write costs a transaction).
     public var lastSeenGranularity: Duration = .seconds(60)
-    /// The bcrypt cost of password hashes (2^cost rounds); at least 10.
+    /// The bcrypt cost of password hashes (2^cost rounds), 10 to 31.
     public var passwordCost: UInt8 = 12
     /// How long a mailed verification or password reset code works.
     public var codeLifetime: Duration = .seconds(3600)

@@ -5,10 +5,10 @@ extension SQLiteStore {
     /// settings.
     ///
     /// Web auth tokens issued before sessions existed (rows of `tokens` of kind `web`) become
-    /// sessions on the device "operator-issued", created and last seen when the token was
-    /// issued, revoked if it was; they leave `tokens`, which from now on holds API tokens
-    /// only, and only their SHA-256 is kept. An idle one expires like any session.
-    static func migrateV9Sessions(_ db: Database) throws {
+    /// sessions on the device "operator-issued", created when the token was issued, last seen
+    /// `now` (so that none expires at once), revoked if it was; they leave `tokens`, which
+    /// from now on holds API tokens only, and only their SHA-256 is kept.
+    static func migrateV9Sessions(_ db: Database, now: Int64) throws {
         try db.execute(
             sql: """
                 CREATE TABLE sessions (
@@ -60,7 +60,7 @@ extension SQLiteStore {
                 arguments: [
                     SessionToken.newID(), SessionToken.hash(token), row[2] as String, row[1] as String,
                     SessionDevice.operatorIssued.name, SessionDevice.operatorIssued.platform, row[3] as Int64,
-                    row[3] as Int64, row[4] as Int64?,
+                    max(now, row[3] as Int64), row[4] as Int64?,
                 ])
         }
         try db.execute(sql: "DELETE FROM tokens WHERE kind = 'web'")

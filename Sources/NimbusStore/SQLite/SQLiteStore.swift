@@ -46,7 +46,7 @@ public final class SQLiteStore: Sendable {
         self.path = path
         self.clock = clock
         let pool = try DatabasePool(path: path, configuration: configuration)
-        try Self.migrator.migrate(pool)
+        try Self.migrator(clock: clock).migrate(pool)
         var random = random
         self.changeTokens = ChangeTokens(
             secret: try Self.changeTokenSecret(
@@ -67,7 +67,10 @@ public final class SQLiteStore: Sendable {
         try pool.close()
     }
 
-    static var migrator: DatabaseMigrator {
+    static var migrator: DatabaseMigrator { migrator(clock: .system) }
+
+    /// The migrations; `clock` is the time migrated web auth tokens are last seen at.
+    static func migrator(clock: WallClock) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(
@@ -170,7 +173,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v5-server-secret", migrate: migrateV5)
         migrator.registerMigration("v6-repair-values", migrate: migrateV6RepairValues)
         migrator.registerMigration("v7-assets", migrate: migrateV7Assets)
-        migrator.registerMigration("v9-sessions", migrate: migrateV9Sessions)
+        migrator.registerMigration("v9-sessions") { db in try migrateV9Sessions(db, now: clock.nowMillis()) }
         migrator.registerMigration("v10-identity-logins", migrate: migrateV10IdentityLogins)
         return migrator
     }

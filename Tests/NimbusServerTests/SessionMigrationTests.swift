@@ -1,0 +1,71 @@
+import Foundation
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+import Testing
+
+/// Web auth tokens issued before sessions existed keep working after the upgrade: they
+/// become sessions on the device "operator-issued", stored only as hashes, and start their
+/// idle time at the migration.
+@Suite("Session migration")
+struct SessionMigrationTests {
+    @Test(arguments: Engine.available)
+    func webAuthTokensFromBeforeSessionsStillWork(engine: Engine) async throws {
+        let first = try await TestServer.start(engine)
+        let alice = try await first.user("alice")
+        try await first.server.stop()
+
+        // The database as an older release left it: web auth tokens in `tokens`, in plain text,
+        // issued long ago; the sessions migration not yet applied.
+        let live = "legacy" + String(repeating: "a", count: 58)
+        let revoked = "legacy" + String(repeating: "b", count: 58)
+        var statements = [
+            """
+            INSERT INTO tokens (token, kind, container, user_name, created_at)
+            VALUES ('\(live)', 'web', '\(TestServer.container)', 'alice', 1000)
+            """,
+            """
+            INSERT INTO tokens (token, kind, container, user_name, created_at, revoked_at)
+            VALUES ('\(revoked)', 'web', '\(TestServer.container)', 'alice', 1000, 2000)
+            """,
+        ]
+        switch engine {
+        case .sqlite:
+            statements += [
+                "DROP TABLE sessions", "DROP TABLE user_logins", "DROP TABLE one_time_codes", "DROP TABLE container_signin",
+                "DELETE FROM grdb_migrations WHERE identifier = 'v9-sessions'",
+            ]
+        case .postgres:
+            statements += ["DELETE FROM nimbus_schema_version WHERE version >= 11"]
+        }
+        try await StoredRows.execute(statements, on: first.storage)
+
+        var configuration = ServerConfiguration(port: 0)
+        configuration.storage = first.storage
+        let second = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
+        do {
+            var client = alice
+            client.baseURL = second.baseURL
+            client.webAuthToken = live
+            let me = try await client.get("users/current")
+            #expect(me.status == 200)
+            #expect(me["userRecordName"]?.string == alice.userRecordName)
+            client.webAuthToken = revoked
+            #expect(try await client.get("users/current").serverErrorCode == "AUTHENTICATION_FAILED")
+
+            #expect(try await StoredRows.integer("SELECT count(*) FROM tokens WHERE kind = 'web'", on: first.storage) == 0)
+            let sessions = try await second.store.listSessions(container: TestServer.container, userName: "alice")
+            #expect(sessions.map(\.device.name).allSatisfy { $0 == "operator-issued" })
+            #expect(sessions.filter(\.revoked).count == 1)
+            #expect(
+                try await StoredRows.integer(
+                    "SELECT count(*) FROM sessions WHERE token_hash = '\(SessionToken.hash(live))'", on: first.storage) == 1)
+        } catch {
+            try? await second.stop()
+            try? await first.storage.removeAll(logger: TestServer.quietLogger)
+            throw error
+        }
+        try await second.stop()
+        try await first.storage.removeAll(logger: TestServer.quietLogger)
+    }
+}
