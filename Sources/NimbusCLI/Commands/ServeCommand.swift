@@ -58,12 +58,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The most bytes a user's private database may hold (records + assets); default: no quota.")
     var userQuotaBytes: Int64?
 
+    @Option(
+        name: .long,
+        help: "The most bytes a container's public database may hold in each environment (records + assets); default: no quota.")
+    var containerQuotaBytes: Int64?
+
     func validate() throws {
         _ = try connectionSettings()
         _ = try assetSettings()
-        if let userQuotaBytes, userQuotaBytes <= 0 {
-            throw ValidationError("--user-quota-bytes must be positive, got \(userQuotaBytes)")
-        }
+        try UsageReport.validate(userQuotaBytes, flag: "--user-quota-bytes")
+        try UsageReport.validate(containerQuotaBytes, flag: "--container-quota-bytes")
     }
 
     /// The asset flags, checked.
@@ -89,6 +93,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.connections = try connectionSettings()
         configuration.assets = try assetSettings()
         configuration.userQuotaBytes = userQuotaBytes
+        configuration.containerQuotaBytes = containerQuotaBytes
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         fflush(nil)

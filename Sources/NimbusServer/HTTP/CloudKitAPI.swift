@@ -20,6 +20,8 @@ struct CloudKitAPI: Sendable {
     let clock: WallClock
     /// The quota of each private database (``ServerConfiguration/userQuotaBytes``).
     var userQuotaBytes: Int64?
+    /// The quota of each public database (``ServerConfiguration/containerQuotaBytes``).
+    var containerQuotaBytes: Int64?
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {
