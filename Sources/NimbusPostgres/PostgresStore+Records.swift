@@ -5,7 +5,9 @@ import PostgresNIO
 extension PostgresStore: RecordStore {
     /// Applies a modify in one transaction: lock the database and allocate its version, read
     /// the rows, plan with ``ModifyPlanner``, write in batches (records, then their index
-    /// entries), create notifications.
+    /// entries, then asset references), add the change to the database's usage counter and
+    /// hold it to the policy's quota (``DatabaseUsage/exceeding(_:grownBy:)``), create
+    /// notifications.
     ///
     /// The rows are read only after the database's row lock is taken (see
     /// ``lockDatabase(_:_:bump:)``), so a locked save's `recordChangeTag` check sees the
@@ -37,10 +39,11 @@ extension PostgresStore: RecordStore {
             }
             let event = CommitEvent.records(zoneName: zone, changes: plan.changes)
             var delta = UsageDelta(recordBytes: UsageDelta.recordBytes(of: plan.changes))
-            var (subscriptions, usage) = try await write(
+            let written = try await write(
                 transaction, database: dbID, zone: zone, changes: plan.changes, version: plan.lastVersion,
                 recordTypes: event.recordTypes, usage: (expectedVersion: firstVersion - 1, recordBytes: delta.recordBytes))
             try await updateIndexEntries(transaction, key: database, database: dbID, zone: zone, changes: plan.changes)
+            var usage = written.usage
             if let assets = try await writeAssetChanges(transaction, database: dbID, zone: zone, plan: plan) {
                 delta.assetBytes = assets.assetBytes
                 usage = assets.usage
@@ -49,7 +52,7 @@ extension PostgresStore: RecordStore {
                 throw error  // rolls the transaction back: nothing is written
             }
             let notifications = try await createNotifications(
-                transaction, database: database, databaseID: dbID, event: event, subscriptions: subscriptions,
+                transaction, database: database, databaseID: dbID, event: event, subscriptions: written.subscriptions,
                 caller: caller, now: policy.now)
             let summary = CommitSummary(
                 database: database, zoneName: zone, version: plan.lastVersion, changes: plan.changes, caller: caller,

@@ -54,6 +54,10 @@ struct UsageStoreTests {
             let zones = ["Z", "Y"]
             _ = try await store.modifyZones(zones.map { .create(zoneName: $0) }, in: Fixture.alice)
             var serial = 0
+            // What the mix covered, so a change of seed cannot quietly test less.
+            var refused = 0
+            var cascaded = 0
+            var mostAssetBytes: Int64 = 0
             for step in 0..<160 {
                 let zone = random.pick(zones)
                 let kind = random.int(0..<20)
@@ -105,16 +109,20 @@ struct UsageStoreTests {
                     policy.quotaBytes = max(1, now + Int64(random.int(-500...500)))
                 }
                 do {
-                    _ = try await store.modifyRecords(
+                    let outcome = try await store.modifyRecords(
                         operations, zone: zone, atomic: random.chance(0.3), policy: policy, caller: Fixture.caller,
                         in: Fixture.alice)
+                    cascaded += outcome.commit?.changes.filter { !names.contains($0.after.recordName) }.count ?? 0
                 } catch let error as CloudKitError where error.code == .quotaExceeded {
-                    // Refused whole; the counter must not have moved either.
+                    refused += 1  // refused whole: the counter must not have moved either
                 }
                 try await Self.expectConsistent(store, "step \(step): \(operations.map { "\($0.type) \($0.record.recordName)" })")
+                mostAssetBytes = max(mostAssetBytes, try await store.usage(of: Fixture.alice).assetBytes)
             }
-            let final = try await store.usage(of: Fixture.alice)
-            #expect(final.recordBytes > 0)
+            #expect(try await store.usage(of: Fixture.alice).recordBytes > 0)
+            #expect(refused > 0)
+            #expect(cascaded > 0)
+            #expect(mostAssetBytes > Self.assets[0].size)
         }
     }
 
@@ -163,6 +171,29 @@ struct UsageStoreTests {
             // Deleting a zone frees what its records held.
             _ = try await store.modifyZones([.delete(zoneName: "Z")], in: Fixture.alice)
             #expect(try await store.usage(of: Fixture.alice) == .empty)
+        }
+    }
+
+    /// A child saved bigger in the request that deletes its `DELETE_SELF` parent is then
+    /// tombstoned by the cascade: what it held before the request is freed, once.
+    @Test(arguments: StoreEngine.available) func aRecordSavedAndCascadedInOneRequestIsFreedOnce(engine: StoreEngine)
+        async throws
+    {
+        try await engine.withStore { store in
+            _ = try await store.modifyZones([.create(zoneName: "Z")], in: Fixture.alice)
+            let parent: FieldValue = .reference(Reference(recordName: "p", action: .deleteSelf))
+            _ = try await store.modify([
+                Fixture.operation(.create, "p", fields: ["title": .string("parent")]),
+                Fixture.operation(.create, "c", fields: ["parent": parent, "title": .string("child")]),
+            ])
+            let outcome = try await store.modify([
+                Fixture.operation(.forceUpdate, "c", fields: ["title": .string(String(repeating: "x", count: 500))]),
+                Fixture.operation(.forceDelete, "p"),
+            ])
+            #expect(outcome.commit?.changes.count == 3)
+            #expect(try await store.lookupRecords(["p", "c"], zone: "Z", in: Fixture.alice) == [nil, nil])
+            #expect(try await store.usage(of: Fixture.alice) == .empty)
+            #expect(try await store.recountUsage(of: Fixture.alice) == .empty)
         }
     }
 

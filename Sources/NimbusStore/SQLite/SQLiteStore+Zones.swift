@@ -154,6 +154,7 @@ extension SQLiteStore {
                         WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at <= ?)
                     """,
                 arguments: [cutoff, cutoff])
+            // Tombstones hold no counted bytes (`DatabaseUsage`): the usage counters stay.
             try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND modified_at <= ?", arguments: [cutoff])
             let tombstones = db.changesCount
             try db.execute(
