@@ -119,30 +119,14 @@ extension PostgresStore {
         return context
     }
 
-    func usage(_ transaction: Transaction, databaseID: Int64) async throws -> DatabaseUsage {
-        let row = try await transaction.rows(
-            """
-            SELECT
-                (SELECT COALESCE(sum(octet_length(fields)), 0)::int8 FROM records WHERE db = \(databaseID) AND NOT deleted),
-                (SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a WHERE a.db = \(databaseID)
-                    AND EXISTS (SELECT 1 FROM asset_refs r WHERE r.db = a.db AND r.sha256 = a.sha256))
-            """)
-        guard let first = row.first else { return DatabaseUsage(recordBytes: 0, assetBytes: 0) }
-        let (records, assets) = try first.decode((Int64, Int64).self)
-        return DatabaseUsage(recordBytes: records, assetBytes: assets)
-    }
-
-    /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows.
-    func writeAssetChanges(_ transaction: Transaction, database: Int64, zone: String, plan: ModifyPlan) async throws {
-        if !plan.spentReceipts.isEmpty {
-            try await transaction.rows(
-                """
-                WITH spent AS (
-                    UPDATE asset_uploads SET used = true WHERE receipt = ANY(\(plan.spentReceipts))
-                    RETURNING db, sha256, size, created_at)
-                INSERT INTO assets (db, sha256, size, created_at) SELECT * FROM spent ON CONFLICT DO NOTHING
-                """)
-        }
+    /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows: the
+    /// references of every record whose JSON (before or after) mentions an asset are
+    /// replaced by those of its final row. Only such rows are parsed. When it changed
+    /// references, returns the change of the database's counted asset bytes (measured over
+    /// the hashes whose references changed) and the usage counter with it added.
+    func writeAssetChanges(_ transaction: Transaction, database: Int64, zone: String, plan: ModifyPlan) async throws
+        -> (assetBytes: Int64, usage: DatabaseUsage)?
+    {
         var cleared = Set<String>()
         var final: [String: StoredRecord] = [:]
         for (before, after) in plan.changes {
@@ -150,9 +134,6 @@ extension PostgresStore {
             if AssetReferences.mentioned(in: after.fieldsJSON) { cleared.insert(after.recordName) }
             final[after.recordName] = after
         }
-        guard !cleared.isEmpty else { return }
-        try await transaction.rows(
-            "DELETE FROM asset_refs WHERE db = \(database) AND zone = \(zone) AND record = ANY(\(Array(cleared)))")
         var records: [String] = []
         var hashes: [String] = []
         for name in cleared {
@@ -162,13 +143,33 @@ extension PostgresStore {
                 hashes.append(hash)
             }
         }
-        guard !records.isEmpty else { return }
+        var counted: (hashes: [String], bytes: Int64) = ([], 0)
+        if !cleared.isEmpty {
+            counted = try await countedAssets(
+                transaction, database: database, zone: zone, records: Array(cleared), hashes: Array(Set(hashes)))
+        }
+        if !plan.spentReceipts.isEmpty {
+            try await transaction.rows(
+                """
+                WITH spent AS (
+                    UPDATE asset_uploads SET used = true WHERE receipt = ANY(\(plan.spentReceipts))
+                    RETURNING db, sha256, size, created_at)
+                INSERT INTO assets (db, sha256, size, created_at) SELECT * FROM spent ON CONFLICT DO NOTHING
+                """)
+        }
+        guard !cleared.isEmpty else { return nil }
         try await transaction.rows(
-            """
-            INSERT INTO asset_refs (db, zone, record, sha256)
-            SELECT \(database), \(zone), t.record, t.sha256 FROM unnest(\(records)::text[], \(hashes)::text[]) AS t(record, sha256)
-            ON CONFLICT DO NOTHING
-            """)
+            "DELETE FROM asset_refs WHERE db = \(database) AND zone = \(zone) AND record = ANY(\(Array(cleared)))")
+        if !records.isEmpty {
+            try await transaction.rows(
+                """
+                INSERT INTO asset_refs (db, zone, record, sha256)
+                SELECT \(database), \(zone), t.record, t.sha256 FROM unnest(\(records)::text[], \(hashes)::text[]) AS t(record, sha256)
+                ON CONFLICT DO NOTHING
+                """)
+        }
+        guard !counted.hashes.isEmpty else { return nil }
+        return try await addAssetUsage(transaction, database: database, hashes: counted.hashes, before: counted.bytes)
     }
 }
 
@@ -269,20 +270,6 @@ extension PostgresStore: AssetMetadataStore {
             for row in deleted { collected.blobs.append(AssetBlobKey(database: key, sha256: try row.decode(String.self))) }
         }
         return collected
-    }
-
-    public func usage(of database: DatabaseKey) async throws -> DatabaseUsage {
-        let row = try await rows(
-            """
-            SELECT
-                (SELECT COALESCE(sum(octet_length(r.fields)), 0)::int8 FROM records r WHERE r.db = d.id AND NOT r.deleted),
-                (SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a WHERE a.db = d.id
-                    AND EXISTS (SELECT 1 FROM asset_refs f WHERE f.db = a.db AND f.sha256 = a.sha256))
-            FROM databases d WHERE \(database: database)
-            """)
-        guard let first = row.first else { return DatabaseUsage(recordBytes: 0, assetBytes: 0) }
-        let (records, assets) = try first.decode((Int64, Int64).self)
-        return DatabaseUsage(recordBytes: records, assetBytes: assets)
     }
 
     public func unknownAssetFiles(_ candidates: AssetSweepCandidates) async throws -> AssetSweepCandidates {

@@ -4,7 +4,8 @@ import PostgresNIO
 
 extension PostgresStore {
     /// Removes tombstones and deleted zones older than the retention window and raises the
-    /// horizons below which tokens are expired, in one transaction.
+    /// horizons below which tokens are expired, in one transaction. Neither holds counted
+    /// bytes (``DatabaseUsage``), so the usage counters stay as they are.
     ///
     /// It first locks the rows of the databases it compacts, in id order, like a write of
     /// those databases would: a feed reader sees a horizon and the tombstones below it gone

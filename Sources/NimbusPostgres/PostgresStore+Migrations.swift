@@ -77,6 +77,7 @@ extension PostgresStore {
         Migration(version: 7, statements: serverSecrets),
         Migration(version: 8, statements: [], step: { store, transaction in try await store.repairUnreadableValues(transaction) }),
         Migration(version: 9, statements: assetsSchema),
+        Migration(version: 10, statements: usageSchema),
         sessionsMigration,
         identityLoginsMigration,
     ]

@@ -5,7 +5,9 @@ import PostgresNIO
 extension PostgresStore: RecordStore {
     /// Applies a modify in one transaction: lock the database and allocate its version, read
     /// the rows, plan with ``ModifyPlanner``, write in batches (records, then their index
-    /// entries), create notifications.
+    /// entries, then asset references), add the change to the database's usage counter and
+    /// hold it to the policy's quota (``DatabaseUsage/exceeding(_:grownBy:)``), create
+    /// notifications.
     ///
     /// The rows are read only after the database's row lock is taken (see
     /// ``lockDatabase(_:_:bump:)``), so a locked save's `recordChangeTag` check sees the
@@ -35,21 +37,22 @@ extension PostgresStore: RecordStore {
                 transaction.rollbackOnly = true
                 return ModifyOutcome(results: plan.results, commit: nil)
             }
-            var usageBefore: DatabaseUsage?
-            if policy.quotaBytes != nil { usageBefore = try await usage(transaction, databaseID: dbID) }
             let event = CommitEvent.records(zoneName: zone, changes: plan.changes)
-            let subscriptions = try await write(
+            var delta = UsageDelta(recordBytes: UsageDelta.recordBytes(of: plan.changes))
+            let written = try await write(
                 transaction, database: dbID, zone: zone, changes: plan.changes, version: plan.lastVersion,
-                recordTypes: event.recordTypes)
+                recordTypes: event.recordTypes, usage: (expectedVersion: firstVersion - 1, recordBytes: delta.recordBytes))
             try await updateIndexEntries(transaction, key: database, database: dbID, zone: zone, changes: plan.changes)
-            try await writeAssetChanges(transaction, database: dbID, zone: zone, plan: plan)
-            if let usageBefore,
-                let error = try await usage(transaction, databaseID: dbID).exceeding(policy.quotaBytes, before: usageBefore)
-            {
-                throw error  // rolls the transaction back
+            var usage = written.usage
+            if let assets = try await writeAssetChanges(transaction, database: dbID, zone: zone, plan: plan) {
+                delta.assetBytes = assets.assetBytes
+                usage = assets.usage
+            }
+            if let error = usage.exceeding(policy.quotaBytes, grownBy: delta) {
+                throw error  // rolls the transaction back: nothing is written
             }
             let notifications = try await createNotifications(
-                transaction, database: database, databaseID: dbID, event: event, subscriptions: subscriptions,
+                transaction, database: database, databaseID: dbID, event: event, subscriptions: written.subscriptions,
                 caller: caller, now: policy.now)
             let summary = CommitSummary(
                 database: database, zoneName: zone, version: plan.lastVersion, changes: plan.changes, caller: caller,
@@ -251,26 +254,45 @@ extension PostgresStore {
     }
 
     /// Writes the planned rows (the last state of each name), advances the zone's and the
-    /// database's version to `version` and reads the subscriptions the commit may fire, in
-    /// one statement; keeps `record_refs`, the `DELETE_SELF` index, in step before that.
+    /// database's version to `version`, adds `usage.recordBytes` to the usage counter
+    /// (expected at `usage.expectedVersion`, the version before this transaction's) and reads
+    /// the subscriptions the commit may fire and the counter, in one statement; keeps
+    /// `record_refs`, the `DELETE_SELF` index, in step before that.
     func write(
         _ transaction: Transaction, database: Int64, zone: String,
-        changes: [(before: StoredRecord?, after: StoredRecord)], version: Int64, recordTypes: Set<String>
-    ) async throws -> [StoredSubscription] {
+        changes: [(before: StoredRecord?, after: StoredRecord)], version: Int64, recordTypes: Set<String>,
+        usage: (expectedVersion: Int64, recordBytes: Int64)
+    ) async throws -> (subscriptions: [StoredSubscription], usage: DatabaseUsage) {
         var last: [String: Int] = [:]
         for (index, change) in changes.enumerated() { last[change.after.recordName] = index }
         let rows = changes.indices.filter { last[changes[$0].after.recordName] == $0 }.map { changes[$0].after }
         try await updateReferences(transaction, database: database, zone: zone, changes: changes, finalRows: rows)
-        return try Self.subscriptions(
-            try await transaction.rows(
-                Prepared<Statements.WriteRecords>([
-                    database, zone, rows.map(\.recordName), rows.map(\.recordType), rows.map(\.fieldsJSON),
-                    rows.map(\.created.timestamp), NullableArray(rows.map(\.created.userRecordName)),
-                    NullableArray(rows.map(\.created.deviceID)), rows.map(\.modified.timestamp),
-                    NullableArray(rows.map(\.modified.userRecordName)), NullableArray(rows.map(\.modified.deviceID)),
-                    rows.map(\.version), rows.map(\.createdVersion), rows.map(\.deleted), version, Array(recordTypes),
-                    rows.map(\.wireHead), rows.map(\.wireTail),
-                ])))
+        let written = try await transaction.rows(
+            Prepared<Statements.WriteRecords>([
+                database, zone, rows.map(\.recordName), rows.map(\.recordType), rows.map(\.fieldsJSON),
+                rows.map(\.created.timestamp), NullableArray(rows.map(\.created.userRecordName)),
+                NullableArray(rows.map(\.created.deviceID)), rows.map(\.modified.timestamp),
+                NullableArray(rows.map(\.modified.userRecordName)), NullableArray(rows.map(\.modified.deviceID)),
+                rows.map(\.version), rows.map(\.createdVersion), rows.map(\.deleted), version, Array(recordTypes),
+                rows.map(\.wireHead), rows.map(\.wireTail), usage.expectedVersion, usage.recordBytes,
+            ]))
+        guard let first = written.first else {
+            throw PostgresStoreError(.corruptRow, "the row of database \(database) vanished during a modify")
+        }
+        var counter = ColumnReader(first)
+        let usage = DatabaseUsage(recordBytes: try counter.next(), assetBytes: try counter.next())
+        var subscriptions: [StoredSubscription] = []
+        for row in written {
+            var columns = ColumnReader(row)
+            columns.skip(2)
+            guard let owner = try columns.next(String?.self) else { continue }  // the one row of no subscription
+            let definition: String = try columns.next()
+            let createdAt: Int64 = try columns.next()
+            if let subscription = SubscriptionDefinition(storedDefinition: definition) {
+                subscriptions.append(StoredSubscription(subscription: subscription, owner: owner, createdAt: createdAt))
+            }
+        }
+        return (subscriptions, usage)
     }
 
     /// Replaces the `record_refs` rows of every written record whose JSON (before or after)

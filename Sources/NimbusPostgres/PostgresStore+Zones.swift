@@ -36,7 +36,9 @@ extension PostgresStore {
     }
 
     /// Applies the operations in order to the zones as read under the database lock, then
-    /// writes their final states, the deleted zones' records and the version in one statement.
+    /// writes their final states, the deleted zones' records, the version and the usage the
+    /// deleted zones free (counted in the statement's snapshot, before its deletes) in one
+    /// statement.
     public func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws
         -> ZoneModifyOutcome
     {
@@ -63,15 +65,29 @@ extension PostgresStore {
                 return ZoneModifyOutcome(results: results)
             }
             let written = change.touched.compactMap { change.zones[$0] }
+            let emptied = Array(change.emptied)
+            let usage = Self.usageAssignments(
+                expectedVersion: "\(firstVersion - 1)", version: "\(change.version)",
+                recordBytes: "- freed.freed_records", assetBytes: "- freed.freed_assets")
             let rows = try await transaction.rows(
                 """
-                WITH dropped_records AS (
-                    DELETE FROM records WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
-                dropped_refs AS (DELETE FROM record_refs WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
-                dropped_assets AS (DELETE FROM asset_refs WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
-                dropped_values AS (DELETE FROM record_values WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
-                dropped_tokens AS (DELETE FROM record_tokens WHERE db = \(dbID) AND zone = ANY(\(Array(change.emptied)))),
-                database_version AS (UPDATE databases SET version = \(change.version) WHERE id = \(dbID)),
+                WITH freed AS (
+                    SELECT
+                        (SELECT COALESCE(sum(octet_length(r.fields)), 0)::int8 FROM records r
+                            WHERE r.db = \(dbID) AND r.zone = ANY(\(emptied)) AND NOT r.deleted) AS freed_records,
+                        (SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a
+                            WHERE a.db = \(dbID)
+                              AND a.sha256 IN (SELECT sha256 FROM asset_refs WHERE db = \(dbID) AND zone = ANY(\(emptied)))
+                              AND NOT EXISTS (
+                                  SELECT 1 FROM asset_refs f
+                                  WHERE f.db = a.db AND f.sha256 = a.sha256 AND f.zone <> ALL(\(emptied)))) AS freed_assets),
+                dropped_records AS (DELETE FROM records WHERE db = \(dbID) AND zone = ANY(\(emptied))),
+                dropped_refs AS (DELETE FROM record_refs WHERE db = \(dbID) AND zone = ANY(\(emptied))),
+                dropped_assets AS (DELETE FROM asset_refs WHERE db = \(dbID) AND zone = ANY(\(emptied))),
+                dropped_values AS (DELETE FROM record_values WHERE db = \(dbID) AND zone = ANY(\(emptied))),
+                dropped_tokens AS (DELETE FROM record_tokens WHERE db = \(dbID) AND zone = ANY(\(emptied))),
+                database_version AS (
+                    UPDATE databases SET version = \(change.version), \(unescaped: usage) FROM freed WHERE id = \(dbID)),
                 written AS (
                     INSERT INTO zones (db, name, incarnation, change_version, meta_version, horizon, deleted, deleted_at)
                     SELECT \(dbID), t.* FROM unnest(

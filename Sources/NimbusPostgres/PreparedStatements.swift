@@ -85,11 +85,13 @@ enum Statements {
         static let parameterTypes: [PostgresDataType] = [.int8, .text, .textArray]
     }
 
-    /// `write(_:database:zone:changes:version:recordTypes:)`: database id, zone, the twelve
-    /// record columns as arrays, the new version, the record types touched, the rows' wire
-    /// heads and tails (NULL for tombstones). Upserts the rows,
-    /// advances the zone's and the database's version and reads the subscriptions the commit
-    /// may fire.
+    /// `write(_:database:zone:changes:version:recordTypes:usage:)`: database id, zone, the
+    /// twelve record columns as arrays, the new version, the record types touched, the rows'
+    /// wire heads and tails (NULL for tombstones), the version the usage counter is expected
+    /// at and the change of its record bytes. Upserts the rows, advances the zone's and the
+    /// database's version, adds to the usage counter (``PostgresStore/usageAssignments(expectedVersion:version:recordBytes:assetBytes:)``)
+    /// and reads the counter and the subscriptions the commit may fire (one row with no
+    /// subscription when none may).
     enum WriteRecords: StatementText {
         static let sql = """
             WITH written AS (
@@ -105,13 +107,19 @@ enum Statements {
                     modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device,
                     version = EXCLUDED.version, created_version = EXCLUDED.created_version, deleted = EXCLUDED.deleted),
             zone_version AS (UPDATE zones SET change_version = $15 WHERE db = $1 AND name = $2),
-            database_version AS (UPDATE databases SET version = $15 WHERE id = $1)
-            SELECT owner, definition, created_at FROM subscriptions
-            WHERE db = $1 AND (zone IS NULL OR zone = $2) AND (record_type IS NULL OR record_type = ANY($16))
+            database_version AS (
+                UPDATE databases SET version = $15,
+                    \(PostgresStore.usageAssignments(expectedVersion: "$19", version: "$15", recordBytes: "$20", assetBytes: "0"))
+                WHERE id = $1 RETURNING record_bytes, asset_bytes)
+            SELECT u.record_bytes, u.asset_bytes, s.owner, s.definition, s.created_at
+            FROM database_version u
+            LEFT JOIN subscriptions s ON s.db = $1 AND (s.zone IS NULL OR s.zone = $2)
+                AND (s.record_type IS NULL OR s.record_type = ANY($16))
             """
         static let parameterTypes: [PostgresDataType] = [
             .int8, .text, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray, .int8Array,
             .textArray, .textArray, .int8Array, .int8Array, .boolArray, .int8, .textArray, .textArray, .textArray,
+            .int8, .int8,
         ]
     }
 

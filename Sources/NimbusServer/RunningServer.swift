@@ -69,6 +69,7 @@ public final class RunningServer: Sendable {
             schemas: SchemaRegistry(store: store), assets: store, clock: configuration.clock)
         api.assetSettings = configuration.assets
         api.userQuotaBytes = configuration.userQuotaBytes
+        api.containerQuotaBytes = configuration.containerQuotaBytes
         let accounts = AccountService(
             store: store, hasher: PasswordHasher(cost: configuration.signIn.passwordCost),
             mail: configuration.signIn.mailSender ?? LoggingMailSender(logger: logger),

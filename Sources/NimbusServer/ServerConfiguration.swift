@@ -35,6 +35,11 @@ public struct ServerConfiguration: Sendable {
     public var userQuotaBytes: Int64?
     /// Sessions and built-in accounts: idle expiry, password hashing, throttling, mail.
     public var signIn = SignInSettings()
+    /// The most bytes a container's public database may hold, in each environment (records'
+    /// fields plus the assets they reference, counted as for ``userQuotaBytes``); `nil`: no
+    /// quota. Over it, saves to the public database fail with QUOTA_EXCEEDED and write
+    /// nothing; deletes free space at once.
+    public var containerQuotaBytes: Int64?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

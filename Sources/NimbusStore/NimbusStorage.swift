@@ -1,14 +1,15 @@
 import NimbusProtocol
 
 /// Everything one server node needs from its engine: records and zones, subscriptions and
-/// notifications, provisioning, and the schemas of container environments.
+/// notifications, provisioning, the schemas of container environments, and what each database
+/// holds.
 ///
 /// Nimbus ships two engines: ``SQLiteStore`` (one embedded file, one node) and
 /// `PostgresStore` (module `NimbusPostgres`: any number of stateless nodes on one
 /// PostgreSQL database). The server and the `nimbus` CLI only ever talk to this protocol.
 public protocol NimbusStorage:
     RecordStore, NotificationStore, AccountStore, SessionStore, SignInStore, IdentityLoginStore, AccountDeletionStore,
-    SchemaStore, AssetMetadataStore
+    SchemaStore, AssetMetadataStore, UsageStore
 {
     /// A short name of the engine for logs and benchmark tables (`sqlite`, `postgres`).
     var engineName: String { get }

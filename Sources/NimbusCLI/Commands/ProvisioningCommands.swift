@@ -40,8 +40,8 @@ func tokenJSON(_ token: IssuedToken) -> JSON {
 
 struct ContainerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "container", abstract: "Create and list containers; set how users sign in.",
-        subcommands: [Create.self, List.self, SetSignIn.self, Issuer.self])
+        commandName: "container", abstract: "Create, list and show containers; set how users sign in.",
+        subcommands: [Create.self, List.self, Show.self, SetSignIn.self, Issuer.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a container and print its API token.")
@@ -67,6 +67,41 @@ struct ContainerCommand: AsyncParsableCommand {
             emit(output, json: .array(containers.map { .string($0) }), text: containers.joined(separator: "\n"))
         }
     }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the bytes a container's public database holds in each environment (its quota counts them).")
+        @Argument(help: "The container identifier, e.g. iCloud.com.example.app") var identifier: String
+        @Option(
+            name: .long,
+            help: "The quota the server runs with (its --container-quota-bytes), to print beside the usage with what is left.")
+        var containerQuotaBytes: Int64?
+        @OptionGroup var data: DataOptions
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws { try UsageReport.validate(containerQuotaBytes, flag: "--container-quota-bytes") }
+
+        func run() async throws {
+            let reports = try await withStore(data) { store in
+                guard try await store.listContainers().contains(identifier) else {
+                    return nil as [(environment: ContainerEnvironment, report: UsageReport)]?
+                }
+                return try await UsageReport.databases(
+                    store, container: identifier, scope: .public, owner: DatabaseKey.publicOwner,
+                    quota: containerQuotaBytes)
+            }
+            guard let reports else {
+                throw ValidationError("no container \(identifier); `nimbus container list` shows those there are")
+            }
+            var json: [String: JSON] = ["container": .string(identifier)]
+            var text = "container \(identifier)"
+            for (environment, report) in reports {
+                json[environment.rawValue] = report.json
+                text += "\n" + report.text(quotaFlag: "--container-quota-bytes")
+            }
+            emit(output, json: .object(json), text: text)
+        }
+    }
 }
 
 struct UserCommand: AsyncParsableCommand {
@@ -79,33 +114,32 @@ struct UserCommand: AsyncParsableCommand {
             abstract: "Show a user in a container: their record name and the bytes their private database holds.")
         @Argument(help: "The user's account name, e.g. alice") var name: String
         @Option(name: .long, help: "The container.") var container: String
+        @Option(
+            name: .long,
+            help: "The quota the server runs with (its --user-quota-bytes), to print beside the usage with what is left.")
+        var userQuotaBytes: Int64?
         @OptionGroup var data: DataOptions
         @OptionGroup var output: OutputOptions
 
+        func validate() throws { try UsageReport.validate(userQuotaBytes, flag: "--user-quota-bytes") }
+
         func run() async throws {
-            let (user, usage) = try await withStore(data) { store -> (UserIdentity?, [(String, DatabaseUsage)]) in
-                guard let user = try await store.user(named: name, container: container) else { return (nil, []) }
-                var usage: [(String, DatabaseUsage)] = []
-                for environment in [ContainerEnvironment.development, .production] {
-                    let key = DatabaseKey(
-                        container: container, environment: environment, scope: .private, owner: user.recordName)
-                    usage.append((environment.rawValue, try await store.usage(of: key)))
+            let (user, reports) = try await withStore(data) { store in
+                guard let user = try await store.user(named: name, container: container) else {
+                    return (nil as UserIdentity?, [(environment: ContainerEnvironment, report: UsageReport)]())
                 }
-                return (user, usage)
+                let reports = try await UsageReport.databases(
+                    store, container: container, scope: .private, owner: user.recordName, quota: userQuotaBytes)
+                return (user, reports)
             }
             guard let user else { throw ValidationError("no user \(name) in \(container)") }
             var json: [String: JSON] = [
                 "user": .string(name), "container": .string(container), "userRecordName": .string(user.recordName),
             ]
             var text = "user \(name) in \(container)\nuser record name: \(user.recordName)"
-            for (environment, bytes) in usage {
-                json[environment] = .object([
-                    "recordBytes": .int(bytes.recordBytes), "assetBytes": .int(bytes.assetBytes),
-                    "totalBytes": .int(bytes.totalBytes),
-                ])
-                text +=
-                    "\nprivate database (\(environment)): \(bytes.totalBytes) bytes "
-                    + "(records \(bytes.recordBytes), assets \(bytes.assetBytes))"
+            for (environment, report) in reports {
+                json[environment.rawValue] = report.json
+                text += "\n" + report.text(quotaFlag: "--user-quota-bytes")
             }
             emit(output, json: .object(json), text: text)
         }

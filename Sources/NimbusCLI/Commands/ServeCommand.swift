@@ -60,13 +60,16 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Days a session (web auth token) may go unused before it expires.")
     var sessionIdleDays: Double = 30
+    @Option(
+        name: .long,
+        help: "The most bytes a container's public database may hold in each environment (records + assets); default: no quota.")
+    var containerQuotaBytes: Int64?
 
     func validate() throws {
         _ = try connectionSettings()
         _ = try assetSettings()
-        if let userQuotaBytes, userQuotaBytes <= 0 {
-            throw ValidationError("--user-quota-bytes must be positive, got \(userQuotaBytes)")
-        }
+        try UsageReport.validate(userQuotaBytes, flag: "--user-quota-bytes")
+        try UsageReport.validate(containerQuotaBytes, flag: "--container-quota-bytes")
         guard sessionIdleDays > 0, sessionIdleDays <= 3650 else {
             throw ValidationError("--session-idle-days must be more than 0 and at most 3650, got \(sessionIdleDays)")
         }
@@ -96,6 +99,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.assets = try assetSettings()
         configuration.userQuotaBytes = userQuotaBytes
         configuration.signIn.sessionIdle = .milliseconds(Int64(sessionIdleDays * 86_400_000))
+        configuration.containerQuotaBytes = containerQuotaBytes
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         fflush(nil)

@@ -26,6 +26,8 @@ struct CloudKitAPI: Sendable {
     var identitySignIn: IdentitySignIn? = nil
     /// Closes the push connections of revoked sessions (the push hub).
     var pushSessions: PushHub? = nil
+    /// The quota of each public database (``ServerConfiguration/containerQuotaBytes``).
+    var containerQuotaBytes: Int64?
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {

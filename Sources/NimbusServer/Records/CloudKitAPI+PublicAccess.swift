@@ -14,9 +14,14 @@ extension CloudKitAPI {
         return PublicAccess(schema: current.schema)
     }
 
-    /// The write policy of the call's database.
+    /// The write policy of the call's database: the public database's grants and the
+    /// container's quota, or the user's quota of a private database.
     func writePolicy(_ call: APICall) async throws -> WritePolicy {
-        if let access = try await publicAccess(call) { return WritePolicy(publicAccess: access, now: now()) }
+        if let access = try await publicAccess(call) {
+            var policy = WritePolicy(publicAccess: access, now: now())
+            policy.quotaBytes = containerQuotaBytes
+            return policy
+        }
         var policy = WritePolicy(creatorOnlyWrites: false, now: now())
         if call.identity.scope == .private { policy.quotaBytes = userQuotaBytes }
         return policy

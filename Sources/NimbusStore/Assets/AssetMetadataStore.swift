@@ -29,34 +29,4 @@ public protocol AssetMetadataStore: Sendable {
 
     /// Of `candidates`, those that no row knows (bytes left by a crash, or rows collected).
     func unknownAssetFiles(_ candidates: AssetSweepCandidates) async throws -> AssetSweepCandidates
-
-    /// What a database holds, as its quota counts it.
-    func usage(of database: DatabaseKey) async throws -> DatabaseUsage
-}
-
-/// The bytes a database holds, as a quota counts them: the fields of its live records (as
-/// stored), and each asset its live records reference, once however many reference it. A
-/// delete frees both at once; unreferenced bytes the collector has yet to reclaim do not count.
-public struct DatabaseUsage: Sendable, Equatable {
-    /// The UTF-8 bytes of the live records' stored fields.
-    public var recordBytes: Int64
-    /// The sizes of the distinct assets live records reference.
-    public var assetBytes: Int64
-    /// What the quota compares.
-    public var totalBytes: Int64 { recordBytes + assetBytes }
-
-    public init(recordBytes: Int64, assetBytes: Int64) {
-        self.recordBytes = recordBytes
-        self.assetBytes = assetBytes
-    }
-
-    /// QUOTA_EXCEEDED when a write took the database from `before` to `self`, above `quota`
-    /// and larger than before; `nil` when it may commit.
-    public func exceeding(_ quota: Int64?, before: DatabaseUsage) -> CloudKitError? {
-        guard let quota, totalBytes > quota, totalBytes > before.totalBytes else { return nil }
-        return CloudKitError(
-            .quotaExceeded,
-            "this request would take the database to \(totalBytes) bytes (\(recordBytes) of records, \(assetBytes) of "
-                + "assets) and its quota is \(quota) bytes; nothing was written: delete records or assets to free space")
-    }
 }

@@ -66,9 +66,28 @@ extension SQLiteStore {
         return context
     }
 
-    /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows. Only
-    /// rows whose JSON mentions an asset are parsed.
-    static func writeAssetChanges(_ db: Database, database: Int64, zone: String, plan: ModifyPlan) throws {
+    /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows: the
+    /// references of every record whose JSON (before or after) mentions an asset are
+    /// replaced by those of its final row. Only such rows are parsed. Returns the change of
+    /// the database's counted asset bytes, measured over the hashes whose references change.
+    static func writeAssetChanges(_ db: Database, database: Int64, zone: String, plan: ModifyPlan) throws -> Int64 {
+        var cleared = Set<String>()
+        var final: [String: StoredRecord] = [:]
+        for (before, after) in plan.changes {
+            if let before, AssetReferences.mentioned(in: before.fieldsJSON) { cleared.insert(after.recordName) }
+            if AssetReferences.mentioned(in: after.fieldsJSON) { cleared.insert(after.recordName) }
+            final[after.recordName] = after
+        }
+        var touched = Set<String>()
+        for name in cleared {
+            if let row = final[name] { touched.formUnion(AssetReferences.hashes(of: row)) }
+            touched.formUnion(
+                try String.fetchAll(
+                    db.cachedStatement(sql: "SELECT sha256 FROM asset_refs WHERE db = ? AND zone = ? AND record = ?"),
+                    arguments: [database, zone, name]))
+        }
+        let hashes = Array(touched)
+        let before = try countedAssetBytes(db, databaseID: database, hashes: hashes)
         for receipt in plan.spentReceipts {
             try db.execute(sql: "UPDATE asset_uploads SET used = 1 WHERE receipt = ?", arguments: [receipt])
             try db.execute(
@@ -78,33 +97,17 @@ extension SQLiteStore {
                     """,
                 arguments: [receipt])
         }
-        for (before, after) in plan.changes {
-            if let before, AssetReferences.mentioned(in: before.fieldsJSON) {
-                try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE db = ? AND zone = ? AND record = ?")
-                    .execute(arguments: [database, zone, after.recordName])
-            }
-            for hash in AssetReferences.hashes(of: after) {
+        for name in cleared {
+            try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE db = ? AND zone = ? AND record = ?")
+                .execute(arguments: [database, zone, name])
+            guard let row = final[name] else { continue }
+            for hash in AssetReferences.hashes(of: row) {
                 try db.cachedStatement(
                     sql: "INSERT OR IGNORE INTO asset_refs (db, zone, record, sha256) VALUES (?, ?, ?, ?)"
-                ).execute(arguments: [database, zone, after.recordName, hash])
+                ).execute(arguments: [database, zone, name, hash])
             }
         }
-    }
-
-    static func usage(_ db: Database, databaseID: Int64) throws -> DatabaseUsage {
-        let records =
-            try Int64.fetchOne(
-                db, sql: "SELECT COALESCE(SUM(length(CAST(fields AS BLOB))), 0) FROM records WHERE db = ? AND deleted = 0",
-                arguments: [databaseID]) ?? 0
-        let assets =
-            try Int64.fetchOne(
-                db,
-                sql: """
-                    SELECT COALESCE(SUM(a.size), 0) FROM assets a
-                    WHERE a.db = ? AND EXISTS (SELECT 1 FROM asset_refs r WHERE r.db = a.db AND r.sha256 = a.sha256)
-                    """,
-                arguments: [databaseID]) ?? 0
-        return DatabaseUsage(recordBytes: records, assetBytes: assets)
+        return try countedAssetBytes(db, databaseID: database, hashes: hashes) - before
     }
 
     static let uploadColumns = """
@@ -221,13 +224,6 @@ extension SQLiteStore: AssetMetadataStore {
                 collected.blobs.append(AssetBlobKey(database: key, sha256: sha))
             }
             return collected
-        }
-    }
-
-    public func usage(of database: DatabaseKey) async throws -> DatabaseUsage {
-        try await pool.read { db in
-            guard let dbRow = try Self.databaseRow(db, database) else { return DatabaseUsage(recordBytes: 0, assetBytes: 0) }
-            return try Self.usage(db, databaseID: dbRow.id)
         }
     }
 

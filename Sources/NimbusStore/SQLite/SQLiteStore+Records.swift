@@ -25,17 +25,16 @@ extension SQLiteStore: RecordStore {
             }
             guard !plan.writes.isEmpty else { return ModifyOutcome(results: plan.results, commit: nil) }
 
-            let usageBefore = try policy.quotaBytes.map { _ in try Self.usage(db, databaseID: dbID) }
             for (before, after) in plan.changes {
                 try Self.write(db, database: dbID, zone: zone, record: after)
                 try Self.updateReferences(db, database: dbID, zone: zone, before: before, after: after)
             }
-            try Self.writeAssetChanges(db, database: dbID, zone: zone, plan: plan)
-            if let usageBefore,
-                let error = try Self.usage(db, databaseID: dbID).exceeding(policy.quotaBytes, before: usageBefore)
-            {
-                throw error  // rolls the transaction back
-            }
+            let assetBytes = try Self.writeAssetChanges(db, database: dbID, zone: zone, plan: plan)
+            // Over the quota, this throws and the transaction rolls back: nothing is written.
+            try Self.addUsage(
+                db, databaseID: dbID,
+                UsageDelta(recordBytes: UsageDelta.recordBytes(of: plan.changes), assetBytes: assetBytes),
+                quota: policy.quotaBytes)
             var layouts = IndexLayoutCache(database: database)
             try Self.updateIndexEntries(db, database: dbID, zone: zone, changes: plan.changes, layouts: &layouts)
             try db.execute(

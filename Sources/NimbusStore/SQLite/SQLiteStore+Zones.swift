@@ -63,6 +63,7 @@ extension SQLiteStore {
                         continue
                     }
                     version += 1
+                    let freed = try Self.zoneDeletionDelta(db, databaseID: dbID, zone: name)
                     try db.execute(
                         sql: "DELETE FROM records WHERE db = ? AND zone = ?", arguments: [dbID, name])
                     try db.execute(
@@ -70,6 +71,7 @@ extension SQLiteStore {
                     try db.execute(
                         sql: "DELETE FROM asset_refs WHERE db = ? AND zone = ?", arguments: [dbID, name])
                     try Self.deleteIndexEntries(db, database: dbID, zone: name)
+                    try Self.addUsage(db, databaseID: dbID, freed, quota: nil)
                     try db.execute(
                         sql: """
                             UPDATE zones SET deleted = 1, deleted_at = ?, change_version = ?, meta_version = ?
@@ -152,6 +154,7 @@ extension SQLiteStore {
                         WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at <= ?)
                     """,
                 arguments: [cutoff, cutoff])
+            // Tombstones hold no counted bytes (`DatabaseUsage`): the usage counters stay.
             try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND modified_at <= ?", arguments: [cutoff])
             let tombstones = db.changesCount
             try db.execute(

@@ -173,6 +173,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v5-server-secret", migrate: migrateV5)
         migrator.registerMigration("v6-repair-values", migrate: migrateV6RepairValues)
         migrator.registerMigration("v7-assets", migrate: migrateV7Assets)
+        migrator.registerMigration("v8-usage", migrate: migrateV8Usage)
         migrator.registerMigration("v9-sessions") { db in try migrateV9Sessions(db, now: clock.nowMillis()) }
         migrator.registerMigration("v10-identity-logins", migrate: migrateV10IdentityLogins)
         return migrator
