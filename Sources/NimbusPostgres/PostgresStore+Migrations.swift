@@ -78,6 +78,7 @@ extension PostgresStore {
         Migration(version: 8, statements: [], step: { store, transaction in try await store.repairUnreadableValues(transaction) }),
         Migration(version: 9, statements: assetsSchema),
         sessionsMigration,
+        identityLoginsMigration,
     ]
 
     /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created

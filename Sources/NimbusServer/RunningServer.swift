@@ -75,6 +75,9 @@ public final class RunningServer: Sendable {
             throttle: SignInThrottle(settings: configuration.signIn, clock: configuration.clock),
             clock: configuration.clock, settings: configuration.signIn)
         api.signIn = accounts
+        api.identitySignIn = IdentitySignIn(
+            store: store, verifier: IdentityTokenVerifier(fetcher: configuration.signIn.identityKeys, clock: configuration.clock),
+            throttle: accounts.throttle, clock: configuration.clock)
         api.pushSessions = hub
         var authenticator = Authenticator(
             accounts: store, signatureWindow: configuration.signatureWindow, clock: configuration.clock)

@@ -7,7 +7,8 @@ import NimbusProtocol
 /// `PostgresStore` (module `NimbusPostgres`: any number of stateless nodes on one
 /// PostgreSQL database). The server and the `nimbus` CLI only ever talk to this protocol.
 public protocol NimbusStorage:
-    RecordStore, NotificationStore, AccountStore, SessionStore, SignInStore, AccountDeletionStore, SchemaStore,
+    RecordStore, NotificationStore, AccountStore, SessionStore, SignInStore, IdentityLoginStore, AccountDeletionStore,
+    SchemaStore,
     AssetMetadataStore
 {
     /// A short name of the engine for logs and benchmark tables (`sqlite`, `postgres`).

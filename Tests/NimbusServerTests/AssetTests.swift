@@ -137,6 +137,21 @@ struct AssetTests {
             #expect(downloads == [bytesA, bytesB])
         }
     }
+
+    @Test(arguments: Engine.available) func aConflictsServerRecordCarriesDownloadURLs(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            let bytes = testBytes(5_000, seed: 12)
+            let file = try await alice.uploadAsset(bytes, record: "c", field: "image")
+            _ = try await alice.modify("_defaultZone", [assetOp("create", "c", ["image": (file, "ASSETID")])])
+            let stale = try await alice.modify(
+                "_defaultZone", [op("update", "c", "Photo", fields: ["title": "late"], tag: "stale-tag")])
+            let item = try #require(stale.records.first)
+            #expect(item["serverErrorCode"]?.string == "CONFLICT", "\(stale.text)")
+            let url = try #require(item["serverRecord"]?["fields"]?["image"]?["value"]?["downloadURL"]?.string, "\(stale.text)")
+            #expect(try await alice.transfer(url, method: .GET).bytes == bytes, "a merge can read the server's file")
+        }
+    }
 }
 
 /// Assets in the public database: saved by a signed-in user, read by anyone the schema lets read.

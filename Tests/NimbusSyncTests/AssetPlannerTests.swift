@@ -54,6 +54,24 @@ struct AssetPlannerTests {
         #expect(ready?.fieldValue(forKey: "images") == .list(elementType: .asset, [uploaded("a").fieldValue, uploaded("b").fieldValue]))
     }
 
+    @Test func aLostZonesRecordsUploadTheirCachedAssetsAgain() {
+        let cache = URL(fileURLWithPath: "/cache", isDirectory: true)
+        let fields: [String: FieldValue] = [
+            "image": uploaded("c+1/=").fieldValue,
+            "pages": .list(elementType: .asset, [uploaded("c2").fieldValue, uploaded("gone").fieldValue]),
+            "draft": Nimbus.Asset(fileURL: file).fieldValue,
+            "title": "Beach",
+        ]
+        let cachedFile = { (checksum: String) -> URL? in
+            checksum == "gone" ? nil : cache.appendingPathComponent(AssetPlanner.fileName(checksum: checksum))
+        }
+        let again = AssetPlanner.reuploading(fields, cachedFile: cachedFile)
+        #expect(Nimbus.Asset(fieldValue: again["image"]!)?.fileURL == cachedFile("c+1/="))
+        #expect(again["pages"]?.sdkAssets.map(\.fileURL) == [cachedFile("c2"), nil], "what is not cached stays the server's")
+        #expect(again["draft"] == fields["draft"] && again["title"] == "Beach")
+        #expect(AssetPlanner.checksum(fileName: AssetPlanner.fileName(checksum: "ab+/cd==")) == "ab+/cd==")
+    }
+
     @Test func evictionDropsTheLeastRecentlyUsedUnpinnedFilesUntilTheCacheFits() {
         let entries = [
             CachedAsset(checksum: "old", size: 100, lastUsed: 1),

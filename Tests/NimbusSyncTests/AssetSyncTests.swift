@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Nimbus
 import NimbusProtocol
+import NimbusServer
 import NimbusSync
 import Testing
 
@@ -189,6 +190,66 @@ struct AssetSyncTests {
             // The app prefetches the rest when conditions allow.
             #expect(try await b.prefetchAssets(smallerThan: .max) == 1)
             #expect(bService.calls("downloadAsset") == 2)
+        }
+    }
+
+    @Test func anAssetListArrivesLazilyFileByFile() async throws {
+        try await SyncHarness.with { harness in
+            let (a, b, bService) = try await devices(harness)
+            let pages = [TestBytes.make(30_000, seed: 11), TestBytes.make(40_000, seed: 12), TestBytes.make(50_000, seed: 13)]
+            let files = try pages.map { try TestBytes.write($0, in: harness.directory) }
+            let album = LocalRecord(
+                zoneName: "Photos", recordName: "album", recordType: "Album",
+                fields: ["pages": .list(elementType: .asset, files.map { Nimbus.Asset(fileURL: $0).fieldValue })])
+            try a.store.write { _, outbox in try outbox.save(album) }
+            try await a.sendChanges()
+            #expect(try a.store.pendingCount() == 0)
+
+            try await b.fetchChanges()
+            let record = try #require(try b.store.record(zone: "Photos", name: "album"))
+            #expect(bService.calls("downloadAsset") == 0)
+            let indices = NIOLockedValueBox<Set<Int>>([])
+            let local = try await b.assetFiles(for: record, field: "pages") { index, _ in
+                indices.withLockedValue { _ = $0.insert(index) }
+            }
+            #expect(try local.map { try Data(contentsOf: $0) } == pages)
+            #expect(indices.withLockedValue { $0 } == [0, 1, 2])
+            #expect(bService.calls("downloadAsset") == 3)
+            #expect(try await b.assetFiles(for: record, field: "pages") == local, "cached")
+            #expect(bService.calls("downloadAsset") == 3)
+            // Prefetch knows list elements too: a fresh device fetches all three ahead.
+            let (c, cService) = try harness.engine("C", configuration: Self.configuration)
+            try await c.start()
+            try await c.fetchChanges()
+            #expect(try await c.prefetchAssets(smallerThan: .max) == 3)
+            #expect(cService.calls("downloadAsset") == 3)
+        }
+    }
+
+    @Test func aLostZoneIsRecreatedWithItsAssetsUploadedAgainFromTheCache() async throws {
+        try await SyncHarness.with { harness in
+            let (a, b, _) = try await devices(harness)
+            let bytes = TestBytes.make(60_000, seed: 21)
+            let file = try TestBytes.write(bytes, in: harness.directory)
+            try a.store.write { _, outbox in try outbox.save(photo("p1", file: file)) }
+            try await a.sendChanges()
+            try FileManager.default.removeItem(at: file)  // only A's cache holds the bytes now
+
+            // Another device deletes the zone and the server reclaims the bytes.
+            try await b.fetchChanges()
+            _ = try await harness.container(device: "admin").privateCloudDatabase.deleteRecordZone(
+                withID: ZoneID(zoneName: "Photos"))
+            let later = Int64(Date().timeIntervalSince1970 * 1000) + 48 * 3_600_000
+            #expect(try await harness.server.collectAssetsNow(now: later).blobs == 1)
+
+            try await a.fetchChanges()
+            try await a.sendChanges()
+            #expect(try a.store.pendingCount() == 0)
+            let (fresh, _) = try harness.engine("fresh", configuration: Self.configuration)
+            try await fresh.start()
+            let record = try #require(try fresh.store.record(zone: "Photos", name: "p1"))
+            let local = try #require(try await fresh.assetFile(for: record, field: "image"))
+            #expect(try Data(contentsOf: local) == bytes)
         }
     }
 }

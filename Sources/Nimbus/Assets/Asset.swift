@@ -92,14 +92,18 @@ extension Asset: RecordListElement {
 }
 
 extension FieldValue {
-    /// The local files this value names that still have to be uploaded.
-    package var localAssetFiles: [URL] {
+    /// The assets this value holds: the one of an `ASSET`, each element of an `ASSET_LIST`,
+    /// in order; none for any other type.
+    package var sdkAssets: [Asset] {
         switch self {
-        case .asset: return Asset(fieldValue: self)?.fileURL.map { [$0] } ?? []
-        case .list(let type, let values) where type == .asset: return values.flatMap(\.localAssetFiles)
+        case .asset: return Asset(fieldValue: self).map { [$0] } ?? []
+        case .list(let type, let values) where type == .asset: return values.flatMap(\.sdkAssets)
         default: return []
         }
     }
+
+    /// The local files this value names that still have to be uploaded.
+    package var localAssetFiles: [URL] { sdkAssets.compactMap(\.fileURL) }
 
     /// Whether two values hold the same data: assets compare by what identifies their
     /// bytes, not by their download URLs (signed anew by every read).

@@ -41,7 +41,7 @@ func tokenJSON(_ token: IssuedToken) -> JSON {
 struct ContainerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "container", abstract: "Create and list containers; set how users sign in.",
-        subcommands: [Create.self, List.self, SetSignIn.self])
+        subcommands: [Create.self, List.self, SetSignIn.self, Issuer.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a container and print its API token.")

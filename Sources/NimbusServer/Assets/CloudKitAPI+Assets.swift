@@ -64,23 +64,34 @@ extension CloudKitAPI {
 extension APICall {
     /// `stored` with a fresh `downloadURL` on each asset value, for this caller.
     func servable(_ stored: StoredRecord) -> StoredRecord {
-        guard !stored.deleted, let links = assetLinks, AssetReferences.mentioned(in: stored.fieldsJSON) else {
+        guard !stored.deleted, assetLinks != nil, AssetReferences.mentioned(in: stored.fieldsJSON) else {
             return stored
         }
-        let expiresAt = now + assetDownloadLifetime
         var copy = stored
-        copy.fieldsJSON = Record.fieldsJSONText(
-            stored.fields().mapValues { value in
-                value.mappingAssets { asset in
-                    var asset = asset.stored
-                    if let sha = Asset.sha256Hex(ofFileChecksum: asset.fileChecksum) {
-                        asset.downloadURL = links.downloadURL(
-                            origin: origin, database: database, sha256: sha, expiresAt: expiresAt)
-                    }
-                    return asset
-                }
-            })
+        copy.fieldsJSON = Record.fieldsJSONText(withDownloadURLs(stored.fields()))
         return copy
+    }
+
+    /// `record` (a conflict's `serverRecord`) with a fresh `downloadURL` on each asset value.
+    func servable(_ record: Record) -> Record {
+        guard assetLinks != nil, record.fields.values.contains(where: { !$0.assets.isEmpty }) else { return record }
+        var copy = record
+        copy.fields = withDownloadURLs(record.fields)
+        return copy
+    }
+
+    private func withDownloadURLs(_ fields: [String: FieldValue]) -> [String: FieldValue] {
+        guard let links = assetLinks else { return fields }
+        let expiresAt = now + assetDownloadLifetime
+        return fields.mapValues { value in
+            value.mappingAssets { asset in
+                var asset = asset.stored
+                if let sha = Asset.sha256Hex(ofFileChecksum: asset.fileChecksum) {
+                    asset.downloadURL = links.downloadURL(origin: origin, database: database, sha256: sha, expiresAt: expiresAt)
+                }
+                return asset
+            }
+        }
     }
 }
 

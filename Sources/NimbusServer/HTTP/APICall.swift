@@ -131,6 +131,7 @@ struct APICall: Sendable {
         if let zoneID = error.zoneID, (try? identity.checkOwner(of: zoneID)) != nil {
             error.zoneID = responseZoneID(zoneID.zoneName)
         }
+        error.serverRecord = error.serverRecord.map(servable)
         return error.wireJSON(uuid: APIResponder.newUUID(), numbersAsStrings: numbersAsStrings)
     }
 }

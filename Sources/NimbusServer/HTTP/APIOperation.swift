@@ -38,6 +38,9 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case notificationsMarkRead = "notifications/markRead"
     /// Upload URLs for asset fields (`tokens: [{recordName, recordType, fieldName}]`).
     case assetsUpload = "assets/upload"
+    /// The asset dictionaries of existing asset fields (`assets: [{recordName, fieldName}]`),
+    /// to save on other records without uploading the bytes again.
+    case assetsRereference = "assets/rereference"
     /// Nimbus extension: the signed-in user's sessions in the container.
     case sessionsList = "sessions/list"
     /// Nimbus extension: revokes sessions of the signed-in user (`sessionIDs`).
@@ -50,6 +53,9 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case accountsVerify = "accounts/verify"
     /// Nimbus extension: signs in with a built-in account, opening a session.
     case accountsSignIn = "accounts/signin"
+    /// Nimbus extension: exchanges an identity provider's ID token (Sign in with Apple,
+    /// Google, OpenID Connect) for a session.
+    case accountsSignInWithIDToken = "accounts/signin/idtoken"
     /// Nimbus extension: mails a password reset code.
     case accountsForgotPassword = "accounts/password/forgot"
     /// Nimbus extension: sets a new password with a reset code.
@@ -97,7 +103,9 @@ public enum APIOperation: String, CaseIterable, Sendable {
     /// Operations that need no signed-in user, only the API token: those that make one.
     public var isAccountEntry: Bool {
         switch self {
-        case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword: true
+        case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword,
+            .accountsSignInWithIDToken:
+            true
         default: false
         }
     }

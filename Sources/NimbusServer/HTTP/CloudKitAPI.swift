@@ -22,6 +22,8 @@ struct CloudKitAPI: Sendable {
     var userQuotaBytes: Int64?
     /// Built-in accounts (`nil`: none, as in tests of other parts).
     var signIn: AccountService? = nil
+    /// Sign-in with identity providers' ID tokens (`nil`: none, as in tests of other parts).
+    var identitySignIn: IdentitySignIn? = nil
     /// Closes the push connections of revoked sessions (the push hub).
     var pushSessions: PushHub? = nil
 
@@ -50,12 +52,14 @@ struct CloudKitAPI: Sendable {
         case .notificationsChanges: return try await notificationChanges(call)
         case .notificationsMarkRead: return try await markNotificationsRead(call)
         case .assetsUpload: return try await requestAssetUploads(call)
+        case .assetsRereference: return try await rereferenceAssets(call)
         case .sessionsList: return try await listSessions(call)
         case .sessionsRevoke: return try await revokeSessions(call)
         case .sessionsRefresh: return try await refreshSession(call)
         case .accountsDelete: return try await deleteAccount(call)
         case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword:
             return try await accountEntry(call)
+        case .accountsSignInWithIDToken: return try await identityTokenSignIn(call)
         }
     }
 

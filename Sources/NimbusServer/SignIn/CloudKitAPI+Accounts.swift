@@ -29,12 +29,7 @@ extension CloudKitAPI {
                 container: container)
             return .object(["status": "VERIFIED"])
         case .accountsSignIn:
-            let name = try body.optionalString("deviceName") ?? "unnamed device"
-            let platform = try body.optionalString("platform") ?? "unknown"
-            guard let device = SessionDevice.checked(name: name, platform: platform) else {
-                throw CloudKitError.badRequest(
-                    "'deviceName' and 'platform' are 1 to 100 bytes each, without control characters")
-            }
+            let device = try call.sessionDevice()
             let issued = try await accounts.signIn(
                 email: try body.required("email").string(), password: try body.required("password").string(),
                 container: container, device: device, address: call.peerAddress)

@@ -21,6 +21,8 @@ public struct SignInSettings: Sendable {
     /// Where verification and password reset mail goes; `nil`: the server log
     /// (``LoggingMailSender``).
     public var mailSender: (any MailSender)?
+    /// Where identity issuers' OpenID configurations and keys (JWKS) are read: HTTPS by default.
+    public var identityKeys: any KeySetFetching = HTTPKeySetFetcher()
 
     public init() {}
 }

@@ -174,6 +174,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v6-repair-values", migrate: migrateV6RepairValues)
         migrator.registerMigration("v7-assets", migrate: migrateV7Assets)
         migrator.registerMigration("v9-sessions") { db in try migrateV9Sessions(db, now: clock.nowMillis()) }
+        migrator.registerMigration("v10-identity-logins", migrate: migrateV10IdentityLogins)
         return migrator
     }
 }

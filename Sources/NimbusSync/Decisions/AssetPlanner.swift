@@ -111,11 +111,12 @@ enum AssetPlanner {
         var result: [(record: LocalRecord, field: String, asset: Nimbus.Asset)] = []
         for record in records {
             for field in record.fields.keys.sorted() where fields?.contains(field) ?? true {
-                guard let value = record.fields[field], let asset = Nimbus.Asset(fieldValue: value),
-                    let checksum = asset.fileChecksum, let size = asset.size, size < maxBytes,
-                    seen.insert(checksum).inserted
-                else { continue }
-                result.append((record, field, asset))
+                for asset in record.fields[field]?.sdkAssets ?? [] {
+                    guard asset.fileURL == nil, let checksum = asset.fileChecksum, let size = asset.size, size < maxBytes,
+                        seen.insert(checksum).inserted
+                    else { continue }
+                    result.append((record, field, asset))
+                }
             }
         }
         return result
@@ -124,5 +125,27 @@ enum AssetPlanner {
     /// The cache's file name for a checksum (base64 made safe for file names).
     static func fileName(checksum: String) -> String {
         String(checksum.map { $0 == "/" ? "_" : $0 == "+" ? "-" : $0 == "=" ? "." : $0 })
+    }
+
+    /// The checksum a cache file is named for (``fileName(checksum:)`` undone).
+    static func checksum(fileName: String) -> String {
+        String(fileName.map { $0 == "_" ? "/" : $0 == "-" ? "+" : $0 == "." ? "=" : $0 })
+    }
+
+    /// `fields` for a record sent again to a zone the server lost (deleted, or wiped with
+    /// its asset bytes): each server asset whose bytes are in the cache (`cachedFile` gives
+    /// the file) becomes a local file uploaded again before the save; the others stay (the
+    /// server may still hold them; if not, the save fails and says so).
+    static func reuploading(
+        _ fields: [String: FieldValue], cachedFile: (String) -> URL?
+    ) -> [String: FieldValue] {
+        fields.mapValues { value in
+            value.mappingSDKAssets { asset in
+                guard asset.fileURL == nil, let checksum = asset.fileChecksum, let file = cachedFile(checksum) else {
+                    return asset
+                }
+                return Nimbus.Asset(fileURL: file)
+            }
+        }
     }
 }

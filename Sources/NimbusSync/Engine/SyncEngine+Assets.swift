@@ -159,10 +159,38 @@ extension SyncEngine {
     ///
     /// The file stays until the cache evicts it (``SyncConfiguration/assetCacheBytes``): copy
     /// it to keep it. Concurrent calls for the same file share one download.
+    ///
+    /// For an `ASSET_LIST` field use ``assetFiles(for:field:progress:)``.
     public func assetFile(
         for record: LocalRecord, field: String, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws -> URL? {
         guard let value = record.fields[field], let asset = Nimbus.Asset(fieldValue: value) else { return nil }
+        return try await localFile(of: asset, record: record, field: field, progress: progress)
+    }
+
+    /// Local files with the bytes of each asset of `record`'s `ASSET_LIST` field `field`, in
+    /// the list's order, downloading into the cache those not there yet (one after another;
+    /// `progress` reports each file's transfer with its index). One file for an `ASSET`
+    /// field, none when the field holds no asset.
+    ///
+    /// ```swift
+    /// let pages = try await engine.assetFiles(for: album, field: "pages")
+    /// ```
+    public func assetFiles(
+        for record: LocalRecord, field: String, progress: (@Sendable (Int, TransferProgress) -> Void)? = nil
+    ) async throws -> [URL] {
+        var files: [URL] = []
+        for (index, asset) in (record.fields[field]?.sdkAssets ?? []).enumerated() {
+            let report = progress.map { progress in { @Sendable (transfer: TransferProgress) in progress(index, transfer) } }
+            files.append(try await localFile(of: asset, record: record, field: field, progress: report))
+        }
+        return files
+    }
+
+    /// A pending asset's own file, or the cached (downloaded if needed) file of a stored one.
+    private func localFile(
+        of asset: Nimbus.Asset, record: LocalRecord, field: String, progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws -> URL {
         if let file = asset.fileURL { return file }
         return try await cachedFile(asset, zone: record.zoneName, recordName: record.recordName, field: field, progress: progress)
     }
@@ -228,8 +256,7 @@ extension SyncEngine {
         } catch let error as NimbusError where error.code == .assetNotAvailable {
             // The download URL the store kept expired: ask the server for the record again.
             guard let fresh = try await retrying({ try await self.service.lookup(zone: zone, recordName: recordName) }),
-                let value = fresh.fieldValue(forKey: field), let renewed = Nimbus.Asset(fieldValue: value),
-                renewed.fileChecksum == asset.fileChecksum
+                let renewed = fresh.fieldValue(forKey: field)?.sdkAssets.first(where: { $0.fileChecksum == asset.fileChecksum })
             else { throw error }
             try await retrying { try await self.service.downloadAsset(renewed, to: file, progress: report) }
         }
@@ -237,6 +264,16 @@ extension SyncEngine {
         try await store.transaction { try $0.touchCachedAsset(checksum, size: size) }
         try await evict(keeping: [checksum])
         return file
+    }
+
+    /// The cache's files that are on disk, by checksum.
+    func cachedFiles() async throws -> [String: URL] {
+        var files: [String: URL] = [:]
+        for asset in try await store.reading({ try $0.cachedAssets() }) {
+            let file = cacheFile(asset.checksum)
+            if FileManager.default.fileExists(atPath: file.path) { files[asset.checksum] = file }
+        }
+        return files
     }
 
     /// Evicts least recently used files beyond ``SyncConfiguration/assetCacheBytes``.

@@ -150,11 +150,23 @@ extension SyncEngine {
     /// recreated zone, or remove them (pending changes go to the quarantine).
     func handleZoneLoss(_ zone: String) async throws {
         let policy = configuration.zoneLossPolicy
+        let cached = try await cachedFiles()
         let removed = try await store.transaction { transaction in
             var removed: [String] = []
             for (name, state) in try transaction.zoneStates(zone: zone).sorted(by: { $0.key < $1.key }) {
                 let decision = SyncPlanner.zoneLost(state: state, policy: policy)
-                _ = try transaction.apply(decision.actions, zone: zone, name: name)
+                // The server lost the zone's asset bytes too: send the cached ones again.
+                let actions = decision.actions.map { action -> StoreAction in
+                    switch action {
+                    case .rewriteOutbox(let fields, let keys):
+                        return .rewriteOutbox(fields: AssetPlanner.reuploading(fields, cachedFile: { cached[$0] }), changedKeys: keys)
+                    case .enqueueSave(let type, let fields):
+                        return .enqueueSave(recordType: type, fields: AssetPlanner.reuploading(fields, cachedFile: { cached[$0] }))
+                    default:
+                        return action
+                    }
+                }
+                _ = try transaction.apply(actions, zone: zone, name: name)
                 if decision.visible == .deleted { removed.append(name) }
             }
             try transaction.setZoneToken(zone, nil)

@@ -84,8 +84,13 @@ extension StoreTransaction {
         var pinned = Set<String>()
         for text in try String.fetchAll(db, sql: "SELECT fields FROM nimbus_outbox WHERE kind = 'save'") {
             for value in try [String: FieldValue](jsonText: text).values {
-                for asset in value.assets where asset.fileChecksum != Nimbus.Asset.localFileChecksum {
-                    pinned.insert(asset.fileChecksum)
+                for asset in value.assets {
+                    if asset.fileChecksum != Nimbus.Asset.localFileChecksum {
+                        pinned.insert(asset.fileChecksum)
+                    } else if let file = asset.downloadURL.flatMap(URL.init(string:)) {
+                        // A cached file queued for upload again (a lost zone): kept until sent.
+                        pinned.insert(AssetPlanner.checksum(fileName: file.lastPathComponent))
+                    }
                 }
             }
         }
