@@ -9,7 +9,7 @@ extension PostgresStore: IdentityLoginStore {
         version: 12,
         statements: [
             """
-            CREATE TABLE identity_issuers (
+            CREATE TABLE IF NOT EXISTS identity_issuers (
                 container text COLLATE "C" NOT NULL REFERENCES containers(id),
                 issuer text COLLATE "C" NOT NULL,
                 audiences text[] NOT NULL,
@@ -18,12 +18,12 @@ extension PostgresStore: IdentityLoginStore {
             )
             """,
             """
-            CREATE TABLE identity_token_uses (
+            CREATE TABLE IF NOT EXISTS identity_token_uses (
                 token_id text COLLATE "C" PRIMARY KEY,
                 expires_at bigint NOT NULL
             )
             """,
-            "CREATE INDEX identity_token_uses_by_expiry ON identity_token_uses (expires_at)",
+            "CREATE INDEX IF NOT EXISTS identity_token_uses_by_expiry ON identity_token_uses (expires_at)",
         ])
 
     public func identityIssuers(container: String) async throws -> [IdentityIssuer] {

@@ -8,8 +8,7 @@ import NimbusProtocol
 /// PostgreSQL database). The server and the `nimbus` CLI only ever talk to this protocol.
 public protocol NimbusStorage:
     RecordStore, NotificationStore, AccountStore, SessionStore, SignInStore, IdentityLoginStore, AccountDeletionStore,
-    SchemaStore,
-    AssetMetadataStore
+    SchemaStore, AssetMetadataStore
 {
     /// A short name of the engine for logs and benchmark tables (`sqlite`, `postgres`).
     var engineName: String { get }
