@@ -93,7 +93,8 @@ struct Authenticator: Sendable {
         if scope != .public && identity.user == nil {
             var error = CloudKitError(
                 .authenticationRequired,
-                "the \(scope.rawValue) database needs a signed-in user: pass ckWebAuthToken (sign in at redirectURL)")
+                "the \(scope.rawValue) database needs a signed-in user: pass ckWebAuthToken")
+            // Made absolute by the responder, and only when the container has a sign-in page.
             error.redirectURL = SignInPage.path(container: container, environment: environment)
             throw error
         }
