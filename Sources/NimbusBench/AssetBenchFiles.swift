@@ -17,7 +17,7 @@ enum BenchFiles {
     /// The buffer of the copy and of the file writes here.
     static let chunkSize = 1 << 20
     /// The buffer of an upload's body: a fresh one per read, so under glibc's mmap threshold
-    /// (1 MiB in the bench, as in `nimbus serve`), else every buffer is a fresh mmap.
+    /// (4 MiB in the bench, as in `nimbus serve`), else every buffer is a fresh mmap.
     static let bodyChunkSize = 256 << 10
 
     /// A file of `size` random bytes at `path`; returns its SHA-256 as CloudKit's

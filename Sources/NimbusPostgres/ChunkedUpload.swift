@@ -13,36 +13,44 @@ enum ChunkedUpload {
     static func store<Chunks: AsyncSequence>(
         _ chunks: Chunks, from offset: Int64, insert: @escaping @Sendable (_ start: Int64, _ bytes: ByteBuffer) async throws -> Void
     ) async throws -> Int64 where Chunks.Element == ByteBuffer {
-        try await withThrowingTaskGroup(of: Int64.self) { group in
+        // Each insert hands its chunk's buffer back, to gather the chunk after next in: two
+        // buffers per upload, reused rather than allocated (and zero-filled) chunk by chunk.
+        try await withThrowingTaskGroup(of: (end: Int64, buffer: ByteBuffer).self) { group in
             // The end of what the inserts stored, and of what was handed to them.
             var stored = offset
             var sent = offset
             var pending = ByteBuffer()
+            var spare: ByteBuffer?
             var failure: (any Error)?
             do {
                 for try await var buffer in chunks {
                     while buffer.readableBytes > 0 {
-                        if pending.capacity == 0 { pending.reserveCapacity(AssetBlobKey.chunkSize) }
+                        if pending.capacity < AssetBlobKey.chunkSize { pending.reserveCapacity(AssetBlobKey.chunkSize) }
                         let take = min(buffer.readableBytes, AssetBlobKey.chunkSize - pending.readableBytes)
                         var part = buffer.readSlice(length: take)!
                         pending.writeBuffer(&part)
                         guard pending.readableBytes == AssetBlobKey.chunkSize else { continue }
                         // The previous chunk's insert has to finish first.
-                        if sent > stored, let end = try await group.next() { stored = end }
+                        if sent > stored, let done = try await group.next() {
+                            stored = done.end
+                            spare = done.buffer
+                        }
                         let (start, bytes) = (sent, pending)
                         group.addTask {
                             try await insert(start, bytes)
-                            return start + Int64(bytes.readableBytes)
+                            return (start + Int64(bytes.readableBytes), bytes)
                         }
                         sent += Int64(bytes.readableBytes)
-                        pending = ByteBuffer()
+                        pending = spare ?? ByteBuffer()
+                        pending.clear()
+                        spare = nil
                     }
                 }
             } catch {
                 failure = error
             }
             // The insert in flight (its failure is thrown here), then what arrived after it.
-            if sent > stored, let end = try await group.next() { stored = end }
+            if sent > stored, let done = try await group.next() { stored = done.end }
             if stored == sent, pending.readableBytes > 0 {
                 try await insert(sent, pending)
                 stored += Int64(pending.readableBytes)

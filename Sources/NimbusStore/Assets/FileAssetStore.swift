@@ -14,7 +14,7 @@ import NimbusProtocol
 public struct FileAssetStore: AssetStore {
     public let directory: URL
     /// The bytes a read hands on at a time: a quarter of ``AssetBlobKey/chunkSize``, below
-    /// the mmap threshold `nimbus serve` sets (1 MiB), so each buffer is heap memory reused
+    /// the mmap threshold `nimbus serve` sets (4 MiB), so each buffer is heap memory reused
     /// rather than an mmap zero-filled and unmapped again per chunk.
     static let readSize = AssetBlobKey.chunkSize / 4
 
