@@ -54,6 +54,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // The time a `ManualWallClock` holds, behind a lock.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // Asset bytes cross the `AssetStore` seam as the HTTP server's `ByteBuffer`s.
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -122,35 +122,31 @@ struct AssetBench: Sendable {
     // MARK: - Resume
 
     /// An upload interrupted at half, then resumed from what the server says it holds.
-    /// `cutPost`: a `POST` of the whole file whose body stops at half (the connection is
-    /// dropped); else a first `PUT` chunk of half the file.
+    /// `cutPost`: a `POST` of the whole file whose body stops at half, the connection closed
+    /// (``CutUpload``: written to the socket, so every byte counted was sent); else a first
+    /// `PUT` chunk of half the file.
     private func resume(_ path: String, size: Int, checksum: String, cutPost: Bool) async throws -> ResumeResult {
         let total = Int64(size)
         let half = total / 2
         let name = cutPost ? "resume-post" : "resume-put"
         let url = try await client.uploadURL(recordName: name)
-        let before = ByteCounter()
+        let sentBefore: Int64
         if cutPost {
-            var answered: AssetBenchClient.Answer?
-            do {
-                answered = try await client.send(
-                    FileChunks(path: path, range: 0..<total, cutAfter: half, sent: before), to: url, total: total)
-            } catch {
-                // Interrupted, as intended: the client drops the connection.
-            }
-            if let answered {
-                throw BenchError("a POST cut at half was answered \(answered.status): \(answered.json.serialized().prefix(200))")
-            }
+            sentBefore = try await CutUpload.post(path, range: 0..<half, total: total, to: url)
         } else {
+            let before = ByteCounter()
             let answer = try await client.send(
                 FileChunks(path: path, range: 0..<half, sent: before), to: url, total: total, method: .PUT)
             guard answer.status == 202, answer.receivedBytes == half else {
                 throw BenchError("the first half answered \(answer.status): \(answer.json.serialized().prefix(200))")
             }
+            sentBefore = before.total
         }
 
-        // Resume: ask what the server holds, send the rest. A cut POST's handler may still be
-        // storing its last buffers: a 409 (another request is sending) means ask again.
+        // Resume: ask what the server holds, send the rest. The status waits for a request
+        // still storing bytes of the upload, but a cut POST the server has not even begun to
+        // read (its bytes still in the socket) holds nothing yet: ask again then. A 409
+        // (another request is sending) means ask again too.
         let after = ByteCounter()
         var held: Int64 = -1
         var singleFile: JSON?
@@ -163,6 +159,10 @@ struct AssetBench: Sendable {
             }
             guard let received = status.receivedBytes else {
                 throw BenchError("the upload status answered \(status.status): \(status.json.serialized().prefix(200))")
+            }
+            if received == 0, cutPost, attempt < 49 {
+                try await Task.sleep(for: .milliseconds(20))
+                continue
             }
             held = received
             let answer = try await client.send(
@@ -185,7 +185,7 @@ struct AssetBench: Sendable {
             throw BenchError("the resumed upload's download differs from the file")
         }
         return ResumeResult(
-            cutPost: cutPost, size: size, sentBeforeCut: before.total, heldAtResume: held, sentAfterCut: after.total,
+            cutPost: cutPost, size: size, sentBeforeCut: sentBefore, heldAtResume: held, sentAfterCut: after.total,
             resumeSeconds: seconds)
     }
 

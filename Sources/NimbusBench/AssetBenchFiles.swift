@@ -17,7 +17,7 @@ enum BenchFiles {
     /// The buffer of the copy and of the file writes here.
     static let chunkSize = 1 << 20
     /// The buffer of an upload's body: a fresh one per read, so under glibc's mmap threshold
-    /// (1 MiB in the bench, as in `nimbus serve`), else every buffer is a fresh mmap.
+    /// (4 MiB in the bench, as in `nimbus serve`), else every buffer is a fresh mmap.
     static let bodyChunkSize = 256 << 10
 
     /// A file of `size` random bytes at `path`; returns its SHA-256 as CloudKit's
@@ -110,18 +110,14 @@ enum BenchFiles {
 }
 
 /// A byte range of a file as an upload's body: buffers of at most
-/// ``BenchFiles/bodyChunkSize`` read as the HTTP client asks for them. With `cutAfter` it throws
-/// once that many bytes are handed out (an upload interrupted mid-way); `sent` counts what
-/// it handed out.
+/// ``BenchFiles/bodyChunkSize`` read as the HTTP client asks for them; `sent` counts what it
+/// handed out.
 struct FileChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
 
     let path: String
     let range: Range<Int64>
-    var cutAfter: Int64? = nil
     var sent: ByteCounter? = nil
-
-    struct Interrupted: Error {}
 
     /// Owns the open file; closes it when the iterator goes away.
     final class Descriptor {
@@ -133,11 +129,9 @@ struct FileChunks: AsyncSequence, Sendable {
     struct AsyncIterator: AsyncIteratorProtocol {
         let chunks: FileChunks
         var position: Int64
-        var handedOut: Int64 = 0
         var descriptor: Descriptor?
 
         mutating func next() async throws -> ByteBuffer? {
-            if let cut = chunks.cutAfter, handedOut >= cut { throw Interrupted() }
             guard position < chunks.range.upperBound else {
                 descriptor = nil
                 return nil
@@ -147,8 +141,7 @@ struct FileChunks: AsyncSequence, Sendable {
                 guard fd >= 0 else { throw BenchError("cannot open \(chunks.path): errno \(errno)") }
                 descriptor = Descriptor(fd)
             }
-            var want = Int(Swift.min(Int64(BenchFiles.bodyChunkSize), chunks.range.upperBound - position))
-            if let cut = chunks.cutAfter { want = Int(Swift.min(Int64(want), cut - handedOut)) }
+            let want = Int(Swift.min(Int64(BenchFiles.bodyChunkSize), chunks.range.upperBound - position))
             var buffer = ByteBufferAllocator().buffer(capacity: want)
             let fd = descriptor!.fd
             let offset = position
@@ -158,7 +151,6 @@ struct FileChunks: AsyncSequence, Sendable {
                 return count
             }
             position += Int64(count)
-            handedOut += Int64(count)
             _ = chunks.sent?.add(Int64(count))
             return buffer
         }

@@ -8,10 +8,11 @@ import PostgresNIO
 /// keyed by the blob (`upload:<id>` while an upload arrives, then its content address) and
 /// the chunk's first byte offset.
 ///
-/// An upload's bytes are buffered up to one chunk and written chunk by chunk (each its own
-/// statement, so an interrupted upload keeps every whole chunk it sent, and a resumed one
-/// continues after them); committing an upload renames its chunks in one transaction. A
-/// read fetches one chunk at a time. The limits: every byte goes through the database's
+/// An upload's bytes are gathered into chunks and each is inserted by its own statement while
+/// the next one arrives (``ChunkedUpload``): an interrupted upload keeps every byte that
+/// arrived, and a resumed one continues after them; committing an upload renames its chunks
+/// in one transaction. A read fetches one chunk at a time, the next while the current one is
+/// sent. The limits: every byte goes through the database's
 /// WAL and backups, and a 50 MB asset is 50 rows; for large volumes use a shared directory
 /// (``FileAssetStore``) or, later, an S3-compatible store behind the same seam.
 public struct PostgresAssetStore: AssetStore {
@@ -35,7 +36,7 @@ public struct PostgresAssetStore: AssetStore {
 
     public func appendUpload<Chunks: AsyncSequence>(_ id: String, at offset: Int64, _ chunks: Chunks) async throws
         -> Int64
-    where Chunks.Element == [UInt8] {
+    where Chunks.Element == ByteBuffer {
         let blob = Self.uploadBlob(id)
         if offset == 0 {
             try await store.rows("DELETE FROM asset_chunks WHERE blob = \(blob)")
@@ -46,39 +47,17 @@ public struct PostgresAssetStore: AssetStore {
                     .badRequest, "upload \(id) holds \(held) bytes; continue at that offset (or 0), not \(offset)")
             }
         }
-        var written = offset
-        var pending: [UInt8] = []
-        pending.reserveCapacity(AssetBlobKey.chunkSize)
-        func flush() async throws {
-            guard !pending.isEmpty else { return }
+        let store = self.store
+        return try await ChunkedUpload.store(chunks, from: offset) { start, bytes in
             try await store.rows(
                 """
                 INSERT INTO asset_chunks (blob, start, bytes, written_at)
-                VALUES (\(blob), \(written), \(ByteBuffer(bytes: pending)), \(store.clock.nowMillis()))
+                VALUES (\(blob), \(start), \(bytes), \(store.clock.nowMillis()))
                 """)
-            written += Int64(pending.count)
-            pending.removeAll(keepingCapacity: true)
         }
-        do {
-            for try await chunk in chunks {
-                var rest = chunk[...]
-                while !rest.isEmpty {
-                    let take = min(rest.count, AssetBlobKey.chunkSize - pending.count)
-                    pending.append(contentsOf: rest.prefix(take))
-                    rest = rest.dropFirst(take)
-                    if pending.count == AssetBlobKey.chunkSize { try await flush() }
-                }
-            }
-        } catch {
-            // Keep what arrived: the client resumes after it.
-            try? await flush()
-            throw error
-        }
-        try await flush()
-        return written
     }
 
-    public func readUpload(_ id: String, _ body: ([UInt8]) async throws -> Void) async throws {
+    public func readUpload(_ id: String, _ body: (ByteBuffer) async throws -> Void) async throws {
         try await readChunks(of: Self.uploadBlob(id), range: 0..<Int64.max, body)
     }
 
@@ -107,40 +86,48 @@ public struct PostgresAssetStore: AssetStore {
         return size
     }
 
-    public func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws {
+    public func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void) async throws {
         try await readChunks(of: key.description, range: range, body)
     }
 
-    private func readChunks(of blob: String, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws {
-        // The chunk holding the range's first byte, then each next one.
-        var first = try await store.rows(
-            """
-            SELECT start, bytes FROM asset_chunks WHERE blob = \(blob) AND start <= \(range.lowerBound)
-            ORDER BY start DESC LIMIT 1
-            """
-        ).first
-        if first == nil && range.lowerBound > 0 {
-            throw CloudKitError(.notFound, "the asset's bytes are no longer stored")
-        }
-        var position = range.lowerBound
-        while position < range.upperBound {
-            let row: PostgresRow?
-            if let found = first {
-                row = found
-                first = nil
-            } else {
-                row = try await store.rows(
-                    "SELECT start, bytes FROM asset_chunks WHERE blob = \(blob) AND start = \(position)"
+    /// Hands `body` the chunks of `blob` that overlap `range`, each a slice of the row's
+    /// `bytea` as it came from the connection (no copy). The next chunk's `SELECT` runs while
+    /// `body` sends the current one (to a client: the usual wait of a download).
+    private func readChunks(of blob: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void) async throws {
+        let store = self.store
+        try await withThrowingTaskGroup(of: PostgresRow?.self) { group in
+            // The chunk holding the range's first byte, then each next one.
+            group.addTask {
+                try await store.rows(
+                    """
+                    SELECT start, bytes FROM asset_chunks WHERE blob = \(blob) AND start <= \(range.lowerBound)
+                    ORDER BY start DESC LIMIT 1
+                    """
                 ).first
             }
-            guard let row else { break }
-            let (start, buffer) = try row.decode((Int64, ByteBuffer).self)
-            let bytes = buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? []
-            let from = Int(position - start)
-            let to = Int(min(Int64(bytes.count), range.upperBound - start))
-            guard from < to else { break }
-            try await body(Array(bytes[from..<to]))
-            position = start + Int64(to)
+            var position = range.lowerBound
+            var found = false
+            while let next = try await group.next(), let row = next {
+                found = true
+                let (start, chunk) = try row.decode((Int64, ByteBuffer).self)
+                let end = start + Int64(chunk.readableBytes)
+                let from = Int(position - start)
+                let to = Int(min(end, range.upperBound) - start)
+                guard from >= 0, from < to, let slice = chunk.getSlice(at: chunk.readerIndex + from, length: to - from) else {
+                    break
+                }
+                position = start + Int64(to)
+                if position < range.upperBound {
+                    group.addTask {
+                        try await store.rows("SELECT start, bytes FROM asset_chunks WHERE blob = \(blob) AND start = \(end)")
+                            .first
+                    }
+                }
+                try await body(slice)
+            }
+            if !found && range.lowerBound > 0 {
+                throw CloudKitError(.notFound, "the asset's bytes are no longer stored")
+            }
         }
     }
 

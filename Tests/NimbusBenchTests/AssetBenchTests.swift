@@ -66,6 +66,10 @@ import Testing
             #expect(resume.sentAfterCut == Int64(resume.size) - resume.heldAtResume)
             #expect(resume.heldAtResume > 0 && resume.heldAtResume <= resume.sentBeforeCut)
         }
+        // Every byte of the cut POST reached the server (written to the socket before the
+        // close), and the server kept all of them.
+        let post = try #require(report.resumes.first { $0.cutPost })
+        #expect(post.sentBeforeCut == 1_150_000 && post.heldAtResume == 1_150_000, "\(post)")
         let put = try #require(report.resumes.first { !$0.cutPost })
         #expect(put.heldAtResume == 1_150_000 && put.sentAfterCut == 1_150_001 && put.targetMet)
         let concurrent = try #require(report.concurrent)

@@ -150,7 +150,7 @@ struct AssetTransfer: Sendable {
         var digest = meter.digest
         if range.start != 0 {
             var hasher = SHA256()
-            try await bytes.readUpload(upload.id) { hasher.update(data: $0) }
+            try await bytes.readUpload(upload.id) { buffer in buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) } }
             digest = Array(hasher.finalize())
         }
         return try await finish(upload, size: received, sha256: digest, now: now)
@@ -221,7 +221,7 @@ struct AssetTransfer: Sendable {
             let logger = logger
             let body = ResponseBody(contentLength: Int(range.upperBound - range.lowerBound)) { writer in
                 do {
-                    try await store.read(key, range: range) { chunk in try await writer.write(ByteBuffer(bytes: chunk)) }
+                    try await store.read(key, range: range) { chunk in try await writer.write(chunk) }
                 } catch {
                     logger.error("asset download failed mid-way: \(error)")
                     throw error
@@ -234,33 +234,6 @@ struct AssetTransfer: Sendable {
         } catch {
             logger.error("asset download failed: \(error)")
             return APIResponder.errorResponse(CloudKitError(.internalError, "the server failed to read the asset; try again"))
-        }
-    }
-}
-
-/// Counts and hashes a request body on its way to the ``AssetStore``, and stops it with
-/// `LIMIT_EXCEEDED` at the first buffer past `limit`. Not `Sendable`: it lives in the one
-/// task that handles the upload, which iterates the body.
-final class BodyMeter {
-    let limit: Int64
-    private var count: Int64 = 0
-    private var hasher = SHA256()
-
-    init(limit: Int64) {
-        self.limit = limit
-    }
-
-    var digest: [UInt8] { Array(hasher.finalize()) }
-
-    func metered(_ body: RequestBody) -> AsyncThrowingMapSequence<RequestBody, [UInt8]> {
-        body.map { buffer in
-            let chunk = Array(buffer.readableBytesView)
-            guard Int64(chunk.count) <= self.limit - self.count else {
-                throw CloudKitError(.limitExceeded, "the body is longer than \(self.limit) bytes")
-            }
-            self.count += Int64(chunk.count)
-            self.hasher.update(data: chunk)
-            return chunk
         }
     }
 }

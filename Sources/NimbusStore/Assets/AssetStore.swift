@@ -1,3 +1,4 @@
+import NIOCore
 import NimbusProtocol
 
 /// Where asset bytes live: the one seam for them (files in the data directory, chunks in
@@ -11,6 +12,10 @@ import NimbusProtocol
 /// row knows is reclaimed by the collector once older than its grace period
 /// (``sweepCandidates(olderThan:)``), so a crash between storing bytes and recording them
 /// leaks nothing for good.
+///
+/// Bytes cross the seam as `ByteBuffer`s, the buffers the HTTP server reads requests into
+/// and writes answers from (and PostgreSQL's `bytea`): a store writes a request's buffers
+/// where they belong and hands out buffers it read, without copying them into arrays.
 public protocol AssetStore: Sendable {
     /// How many bytes of upload `id` the store holds (0 when it has none). An upload resumes
     /// at this offset.
@@ -18,12 +23,13 @@ public protocol AssetStore: Sendable {
 
     /// Appends `chunks` to upload `id` starting at `offset`, which must be 0 (start over) or
     /// ``uploadedLength(_:)``. Returns the upload's length after the last chunk stored; when
-    /// `chunks` throws, what was stored before stays and the error is rethrown.
+    /// `chunks` throws, every byte that arrived before stays (the client resumes after it,
+    /// wherever the store cuts its chunks) and the error is rethrown.
     func appendUpload<Chunks: AsyncSequence>(_ id: String, at offset: Int64, _ chunks: Chunks) async throws -> Int64
-    where Chunks.Element == [UInt8]
+    where Chunks.Element == ByteBuffer
 
     /// Reads upload `id` from the start, in order (to checksum a resumed upload).
-    func readUpload(_ id: String, _ body: ([UInt8]) async throws -> Void) async throws
+    func readUpload(_ id: String, _ body: (ByteBuffer) async throws -> Void) async throws
 
     /// Moves upload `id` to `key` (replacing a blob with the same content, which refreshes
     /// its age); the upload's bytes are gone afterwards.
@@ -37,7 +43,7 @@ public protocol AssetStore: Sendable {
 
     /// Reads `range` of blob `key` in order, handing `body` chunks of at most
     /// ``AssetBlobKey/chunkSize`` bytes. Throws NOT_FOUND when the blob is gone.
-    func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws
+    func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void) async throws
 
     /// Deletes blob `key` (a missing one is fine). With `cutoff`, only when it was last
     /// written before it (milliseconds since the epoch): the collector's check for bytes no

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NimbusProtocol
 
 /// Asset bytes as files under a directory (`DIR/assets` in SQLite mode, or a directory every
@@ -13,7 +14,7 @@ import NimbusProtocol
 public struct FileAssetStore: AssetStore {
     public let directory: URL
     /// The bytes a read hands on at a time: a quarter of ``AssetBlobKey/chunkSize``, below
-    /// the mmap threshold `nimbus serve` sets (1 MiB), so each buffer is heap memory reused
+    /// the mmap threshold `nimbus serve` sets (4 MiB), so each buffer is heap memory reused
     /// rather than an mmap zero-filled and unmapped again per chunk.
     static let readSize = AssetBlobKey.chunkSize / 4
 
@@ -45,33 +46,25 @@ public struct FileAssetStore: AssetStore {
 
     public func appendUpload<Chunks: AsyncSequence>(_ id: String, at offset: Int64, _ chunks: Chunks) async throws
         -> Int64
-    where Chunks.Element == [UInt8] {
+    where Chunks.Element == ByteBuffer {
         let path = try uploadPath(id)
         if offset == 0 || !FileManager.default.fileExists(atPath: path) {
             guard offset == 0 else {
                 throw CloudKitError(.badRequest, "upload \(id) holds 0 bytes; continue at offset 0, not \(offset)")
             }
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw CloudKitError(.internalError, "the server could not create the upload's file")
-            }
         }
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        let length = try handle.seekToEnd()
-        guard Int64(length) == offset else {
+        let file = try UploadFile(path: path, truncate: offset == 0)
+        defer { file.close() }
+        guard file.length == offset else {
             throw CloudKitError(
-                .badRequest, "upload \(id) holds \(length) bytes; continue at that offset (or 0), not \(offset)")
+                .badRequest, "upload \(id) holds \(file.length) bytes; continue at that offset (or 0), not \(offset)")
         }
-        var written = offset
-        for try await chunk in chunks {
-            try handle.write(contentsOf: chunk)
-            written += Int64(chunk.count)
-        }
-        try handle.synchronize()
-        return written
+        for try await chunk in chunks { try file.append(chunk) }
+        try file.synchronize()
+        return file.length
     }
 
-    public func readUpload(_ id: String, _ body: ([UInt8]) async throws -> Void) async throws {
+    public func readUpload(_ id: String, _ body: (ByteBuffer) async throws -> Void) async throws {
         let path = try uploadPath(id)
         try await Self.read(path: path, range: 0..<Int64.max, body)
     }
@@ -104,31 +97,36 @@ public struct FileAssetStore: AssetStore {
         return (attributes[.size] as? NSNumber)?.int64Value
     }
 
-    public func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws {
+    public func read(_ key: AssetBlobKey, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void) async throws {
         try await Self.read(path: blobPath(key), range: range, body)
     }
 
-    static func read(path: String, range: Range<Int64>, _ body: ([UInt8]) async throws -> Void) async throws {
+    static func read(path: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void) async throws {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CloudKitError(.notFound, "the asset's bytes are no longer stored") }
         defer { close(fd) }
         var position = range.lowerBound
+        // pread straight into the buffer the server writes to the socket. The buffer is
+        // reused once the socket has taken it (`clear` keeps storage nobody else holds), and
+        // stays under glibc's mmap threshold, so a download does not map and zero-fill fresh
+        // pages per chunk.
+        var buffer = ByteBufferAllocator().buffer(capacity: Self.readSize)
         while position < range.upperBound {
-            // pread straight into the array (no Data in between), in pieces under glibc's
-            // mmap threshold so each buffer comes from the heap, not a fresh mmap.
             let count = Int(min(range.upperBound - position, Int64(Self.readSize)))
+            buffer.clear(minimumCapacity: count)
+            let offset = position
             var failed: Int32 = 0
-            let chunk = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-                let got = pread(fd, buffer.baseAddress, count, off_t(position))
+            let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                let got = pread(fd, raw.baseAddress, count, off_t(offset))
                 if got < 0 { failed = errno }
-                initialized = max(0, got)
+                return max(0, got)
             }
             guard failed == 0 else {
                 throw CloudKitError(.internalError, "the server could not read the asset's bytes (errno \(failed))")
             }
-            if chunk.isEmpty { break }
-            position += Int64(chunk.count)
-            try await body(chunk)
+            if got == 0 { break }
+            position += Int64(got)
+            try await body(buffer)
         }
     }
 
