@@ -46,7 +46,7 @@ public actor Account {
     /// The container with the signed-in user's credentials (the API token only when nobody
     /// is signed in). Take it again after the account changes: a container keeps the token
     /// it was made with.
-    public var container: Container { container(for: session) }
+    public var container: Container { makeContainer(for: session) }
 
     /// A stream of the account's changes from now on; each call returns a new subscriber.
     public func changes() -> AsyncStream<AccountChange> {
@@ -90,8 +90,8 @@ public actor Account {
         async throws -> String
     {
         var body: [String: JSON] = ["email": .string(email), "password": .string(password)]
-        body["deviceName"] = deviceName.map(JSON.string)
-        body["platform"] = platform.map(JSON.string)
+        body["deviceName"] = deviceName.map { JSON.string($0) }
+        body["platform"] = platform.map { JSON.string($0) }
         return try await adopt(try await entry("accounts/signin", body))
     }
 
@@ -104,9 +104,9 @@ public actor Account {
         async throws -> String
     {
         var body: [String: JSON] = ["idToken": .string(idToken)]
-        body["nonce"] = nonce.map(JSON.string)
-        body["deviceName"] = deviceName.map(JSON.string)
-        body["platform"] = platform.map(JSON.string)
+        body["nonce"] = nonce.map { JSON.string($0) }
+        body["deviceName"] = deviceName.map { JSON.string($0) }
+        body["platform"] = platform.map { JSON.string($0) }
         return try await adopt(try await entry("accounts/signin/idtoken", body))
     }
 
@@ -138,7 +138,7 @@ public actor Account {
             throw NimbusError(.invalidArguments, "the callback URL carries no ckWebAuthToken")
         }
         let pending = AccountSession(webAuthToken: token, sessionID: "", userRecordName: "")
-        let database = container(for: pending, watched: false).publicCloudDatabase
+        let database = makeContainer(for: pending, watched: false).publicCloudDatabase
         let user = try await database.send("users/current", method: .get, body: nil)
         guard let name = user["userRecordName"]?.string else {
             throw NimbusError.malformedResponse("users/current returned no userRecordName")
@@ -155,7 +155,7 @@ public actor Account {
     /// working at once. Reports ``AccountChange/tokenRefreshed(userRecordName:)``.
     public func refresh() async throws {
         guard let current = session else { throw NimbusError(.notAuthenticated, "nobody is signed in") }
-        let answer = try await container(for: current, watched: true).publicCloudDatabase.send("sessions/refresh", body: .object([:]))
+        let answer = try await makeContainer(for: current, watched: true).publicCloudDatabase.send("sessions/refresh", body: .object([:]))
         guard let token = answer["ckWebAuthToken"]?.string else {
             throw NimbusError.malformedResponse("sessions/refresh returned no ckWebAuthToken")
         }
@@ -186,7 +186,7 @@ public actor Account {
     /// The signed-in user's live sessions in the container, oldest first.
     public func sessions() async throws -> [SessionInfo] {
         guard let current = session else { throw NimbusError(.notAuthenticated, "nobody is signed in") }
-        let answer = try await container(for: current, watched: true).publicCloudDatabase.send(
+        let answer = try await makeContainer(for: current, watched: true).publicCloudDatabase.send(
             "sessions/list", method: .get, body: nil)
         return (answer["sessions"]?.array ?? []).compactMap { item in
             guard let id = item["sessionID"]?.string else { return nil }
@@ -214,8 +214,8 @@ public actor Account {
     // MARK: - Internals
 
     private func revokeOnServer(_ ids: [String], as session: AccountSession) async throws {
-        let answer = try await container(for: session, watched: false).publicCloudDatabase.send(
-            "sessions/revoke", body: .object(["sessionIDs": .array(ids.map(JSON.string))]))
+        let answer = try await makeContainer(for: session, watched: false).publicCloudDatabase.send(
+            "sessions/revoke", body: .object(["sessionIDs": .array(ids.map { JSON.string($0) })]))
         if let refused = answer["sessions"]?.array?.first(where: { $0["revoked"]?.bool != true }),
             let code = refused["serverErrorCode"]?.string
         {
@@ -260,7 +260,7 @@ public actor Account {
 
     /// The container carrying `session`'s token; `watched`: requests the server refuses as
     /// AUTHENTICATION_FAILED sign the account out.
-    private func container(for session: AccountSession?, watched: Bool = true) -> Container {
+    private func makeContainer(for session: AccountSession?, watched: Bool = true) -> Container {
         guard let session else { return anonymousContainer }
         let base = anonymousContainer
         let transport: any Transport =
