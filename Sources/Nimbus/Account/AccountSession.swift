@@ -90,7 +90,7 @@ public struct FileSessionStore: AccountSessionStore {
         }
         let data = try JSONEncoder().encode(session)
         if !FileManager.default.fileExists(atPath: path) {
-            FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         try data.write(to: URL(fileURLWithPath: path))
     }
