@@ -10,6 +10,8 @@ public struct DeviceConfiguration: Codable, Sendable, Equatable {
     public var container: String
     public var environment: String
     public var apiToken: String
+    /// A web auth token made by the operator (`nimbus user create`); empty when the device
+    /// signs in instead (`reading-list signin`, which keeps its session in `session.json`).
     public var webAuthToken: String
     /// This device's stable ID: the server spares a device the pushes of its own changes.
     public var deviceID: String
@@ -37,11 +39,16 @@ public struct DeviceConfiguration: Codable, Sendable, Equatable {
 public struct Device: Sendable {
     public static let configurationFile = "device.json"
     public static let storeFile = "reading-list.sqlite"
+    /// The signed-in user's session (`reading-list signin`), used instead of the
+    /// configuration's operator-made token when present.
+    public static let sessionFile = "session.json"
 
     public let directory: String
     public let configuration: DeviceConfiguration
     public let container: Container
     public let readingList: ReadingList
+    /// The session `reading-list signin` stored, if any.
+    public let session: AccountSession?
 
     public var engine: SyncEngine { readingList.engine }
 
@@ -80,10 +87,15 @@ public struct Device: Sendable {
         }
         self.directory = directory
         self.configuration = configuration
+        let sessionPath = (directory as NSString).appendingPathComponent(Self.sessionFile)
+        session = try FileManager.default.contents(atPath: sessionPath).map {
+            try JSONDecoder().decode(AccountSession.self, from: $0)
+        }
+        let operatorToken = configuration.webAuthToken.isEmpty ? nil : configuration.webAuthToken
         container = Container(
             identifier: configuration.container,
             environment: Container.Environment(rawValue: configuration.environment) ?? .development, baseURL: url,
-            credentials: .apiToken(configuration.apiToken, webAuthToken: configuration.webAuthToken),
+            credentials: .apiToken(configuration.apiToken, webAuthToken: session?.webAuthToken ?? operatorToken),
             deviceID: configuration.deviceID, requestTimeout: .seconds(15))
         let store = try LocalStore(path: (directory as NSString).appendingPathComponent(Self.storeFile))
         let engine = SyncEngine(
@@ -103,6 +115,14 @@ public struct Device: Sendable {
             throw ReadingListError.unreadableFile(file.path)
         }
         return copy
+    }
+
+    /// The device's account: signs in and out, keeping the session in `session.json`
+    /// (readable by its owner only).
+    public func account() async throws -> Account {
+        try await Account(
+            container: container,
+            sessionStore: FileSessionStore(path: (directory as NSString).appendingPathComponent(Self.sessionFile)))
     }
 
     /// A push client for this device (connects when its events are iterated).

@@ -22,16 +22,61 @@ public struct ReadingListCommands: Sendable {
     /// device ID of an earlier init), then, unless `offline`, runs the setup chain (zones,
     /// subscription) and the first fetch.
     public func initialize(
-        directory: String, serverURL: String, container: String, apiToken: String, webAuthToken: String,
+        directory: String, serverURL: String, container: String, apiToken: String, webAuthToken: String? = nil,
         environment: String = "development", offline: Bool = false
     ) async throws {
         let previous = try? Device.open(directory: directory).configuration
         let configuration = DeviceConfiguration(
             serverURL: serverURL, container: container, environment: environment, apiToken: apiToken,
-            webAuthToken: webAuthToken, deviceID: previous?.deviceID ?? UUID().uuidString)
+            webAuthToken: webAuthToken ?? "", deviceID: previous?.deviceID ?? UUID().uuidString)
         let device = try Device.initialize(directory: directory, configuration: configuration, now: now)
         output("Device \(configuration.deviceID) initialized in \(directory)")
+        guard device.session != nil || webAuthToken?.isEmpty == false else {
+            output("Nobody is signed in: reading-list signup, verify, then signin")
+            return
+        }
         if !offline { try await sync(device, strict: true) }
+    }
+
+    /// `signup --email --password`: registers a built-in account; the server mails a code
+    /// for `verify`.
+    public func signUp(directory: String, email: String, password: String) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        try await device.account().signUp(email: email, password: password)
+        output("Check \(email) for a code, then: reading-list verify --email \(email) --code CODE")
+    }
+
+    /// `verify --email --code`: verifies the account's address with the mailed code.
+    public func verify(directory: String, email: String, code: String) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        try await device.account().verify(email: email, code: code)
+        output("Verified \(email); now: reading-list signin --email \(email)")
+    }
+
+    /// `signin --email --password`: signs in and keeps the session in the device directory
+    /// (`session.json`), used from then on instead of an operator-made token; then, unless
+    /// `offline`, syncs. Another user than the one this device's list belongs to finds the
+    /// previous user's list and unsent changes quarantined, never sent as theirs.
+    public func signIn(directory: String, email: String, password: String, offline: Bool = false) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let user = try await device.account().signIn(
+            email: email, password: password, deviceName: "reading-list \(device.configuration.deviceID.prefix(8))",
+            platform: "cli")
+        output("Signed in as \(email) (\(user))")
+        if !offline { try await sync(try Device.open(directory: directory, now: now), strict: true) }
+    }
+
+    /// `signout`: revokes this device's session on the server and forgets it. The list and
+    /// its unsent changes stay on the device for the next sign-in.
+    public func signOut(directory: String) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let account = try await device.account()
+        guard let user = await account.userRecordName else {
+            output("Nobody is signed in on this device")
+            return
+        }
+        try await account.signOut()
+        output("Signed out (\(user))")
     }
 
     /// `add <url> [--title] [--thumbnail FILE]`: the thumbnail is copied into the device

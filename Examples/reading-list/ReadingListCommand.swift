@@ -15,12 +15,16 @@ struct ReadingListCommand: AsyncParsableCommand {
         commandName: "reading-list",
         abstract: "A reading list that syncs through Nimbus (one device per --device directory).",
         discussion: """
-            Start a server and provision a user (`nimbus serve`, `nimbus container create`, \
-            `nimbus user create`), then `reading-list init` each device with its own --device \
-            directory. Every command reads and writes the device's local store first; the list \
+            Start a server and a container (`nimbus serve`, `nimbus container create`, \
+            `nimbus container set-signin C --passwords on`), `reading-list init` each device with its \
+            own --device directory, then `reading-list signup`, `verify` and `signin` (or pass an \
+            operator-made token, `nimbus user create`, to init's --web-auth-token). Every command reads and writes the device's local store first; the list \
             is there without a network.
             """,
-        subcommands: [Init.self, Add.self, Remove.self, Read.self, List.self, Refresh.self, Watch.self, Thumbnail.self])
+        subcommands: [
+            Init.self, SignUp.self, Verify.self, SignIn.self, SignOut.self, Add.self, Remove.self, Read.self,
+            List.self, Refresh.self, Watch.self, Thumbnail.self,
+        ])
 }
 
 struct DeviceOptions: ParsableArguments {
@@ -44,7 +48,8 @@ extension ReadingListCommand {
         @Option(name: .long, help: "The server's base URL.") var server = "http://127.0.0.1:8080"
         @Option(name: .long, help: "The container identifier.") var container: String
         @Option(name: .long, help: "An API token of the container.") var apiToken: String
-        @Option(name: .long, help: "The user's web auth token.") var webAuthToken: String
+        @Option(name: .long, help: "An operator-made web auth token of the user (or sign in after init).")
+        var webAuthToken: String?
         @Option(name: .long, help: "development or production.") var environment = "development"
         @OptionGroup var device: DeviceOptions
         @OptionGroup var sync: SyncOptions
@@ -53,6 +58,53 @@ extension ReadingListCommand {
             try await ReadingListCommands().initialize(
                 directory: device.directory, serverURL: server, container: container, apiToken: apiToken,
                 webAuthToken: webAuthToken, environment: environment, offline: sync.offline)
+        }
+    }
+
+    struct SignUp: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "signup", abstract: "Register a built-in account; the server mails a code to verify.")
+        @Option(name: .long, help: "The account's email address.") var email: String
+        @Option(name: .long, help: "Its password.") var password: String
+        @OptionGroup var device: DeviceOptions
+
+        func run() async throws {
+            try await ReadingListCommands().signUp(directory: device.directory, email: email, password: password)
+        }
+    }
+
+    struct Verify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Verify an account's address with the mailed code.")
+        @Option(name: .long, help: "The account's email address.") var email: String
+        @Option(name: .long, help: "The code from the mail.") var code: String
+        @OptionGroup var device: DeviceOptions
+
+        func run() async throws {
+            try await ReadingListCommands().verify(directory: device.directory, email: email, code: code)
+        }
+    }
+
+    struct SignIn: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "signin", abstract: "Sign in; the session is kept in the device directory. Then sync.")
+        @Option(name: .long, help: "The account's email address.") var email: String
+        @Option(name: .long, help: "Its password.") var password: String
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var sync: SyncOptions
+
+        func run() async throws {
+            try await ReadingListCommands().signIn(
+                directory: device.directory, email: email, password: password, offline: sync.offline)
+        }
+    }
+
+    struct SignOut: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "signout", abstract: "Sign out: revoke this device's session (the list stays on the device).")
+        @OptionGroup var device: DeviceOptions
+
+        func run() async throws {
+            try await ReadingListCommands().signOut(directory: device.directory)
         }
     }
 

@@ -23,7 +23,12 @@ import NimbusProtocol
 public actor SyncEngine {
     public nonisolated let store: LocalStore
     public nonisolated let configuration: SyncConfiguration
-    let service: any SyncService
+    /// How the engine reaches the server; replaced when a followed ``Account`` changes user
+    /// (always under the engine's lock, together with the local data's account).
+    var service: any SyncService
+    /// Set while a followed ``Account`` is signed out: fetches and sends refuse to run.
+    var signedOut = false
+    var accountTask: Task<Void, Never>?
     let clock: SyncClock
     /// Retries of retryable errors, per ``SyncConfiguration/retryPolicy``, waiting on ``clock``.
     let retrier: Retrier
@@ -81,6 +86,7 @@ public actor SyncEngine {
     /// The launch sequence: account check, setup (zones, subscription), fetch, send.
     /// Idempotent and resumable: each setup step is recorded when done and skipped after.
     public func start() async throws {
+        try refuseWhileSignedOut()
         try await withLock { try await self.checkAccount() }
         try await withLock { try await self.setUp() }
         try await fetchChanges()
@@ -164,17 +170,25 @@ public actor SyncEngine {
 
     private func run(_ job: Job) async throws {
         defer { if runs[job]?.queued == nil { runs[job] = nil } }
+        try refuseWhileSignedOut()
         switch job {
         case .fetch:
             fetchesRun += 1
-            try await withLock { try await self.fetchDatabase() }
+            try await withLock {
+                try await self.refuseWhileSignedOut()
+                try await self.fetchDatabase()
+            }
             // Outside the lock: downloads do not hold up sends.
             // A failed download is reported, not thrown: the records were fetched.
             if let eager = configuration.eagerAssetBytes {
                 do { _ = try await prefetchAssets(smallerThan: eager) } catch { emit(.fetchFailed(error)) }
             }
         case .send:
-            try await withLock { try await self.sendOutbox() }
+            try await withLock {
+                // Checked again under the lock: a sign-out may have been taken in meanwhile.
+                try await self.refuseWhileSignedOut()
+                try await self.sendOutbox()
+            }
         }
     }
 

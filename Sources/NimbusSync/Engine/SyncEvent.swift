@@ -16,6 +16,14 @@ public enum SyncEvent: Sendable {
     /// The signed-in account changed (or signed out); the old account's local data and
     /// pending changes were quarantined, not deleted.
     case accountChanged(from: String?, to: String?)
+    /// The ``Account`` the engine follows (``SyncEngine/follow(_:makeService:)``) has a
+    /// signed-in user, whom the engine now syncs as (after ``accountChanged(from:to:)`` when
+    /// it is another user than the local data's).
+    case signedIn(account: String)
+    /// The ``Account`` the engine follows (``SyncEngine/follow(_:makeService:)``) signed out:
+    /// fetches and sends stop; the local data (of `account`) and the outbox stay as they
+    /// are, unsent, until someone signs in.
+    case signedOut(account: String?)
     /// A zone was missing on the server and was recreated (with this device's records
     /// queued for upload, per ``SyncConfiguration/ZoneLossPolicy``).
     case zoneRecreated(zone: String)

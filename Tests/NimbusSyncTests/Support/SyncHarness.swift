@@ -123,7 +123,7 @@ final class SyncHarness: Sendable {
         return environment["NIMBUS_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
     }()
 
-    init(retention: Duration = .seconds(3600)) async throws {
+    init(retention: Duration = .seconds(3600), configure: (inout ServerConfiguration) -> Void = { _ in }) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sync-\(UUID().uuidString)").path
         var logger = Logger(label: "sync-test")
         logger.logLevel = .critical
@@ -132,6 +132,7 @@ final class SyncHarness: Sendable {
             let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
             configuration.storage = .postgres(url: url, schema: "nimbus_sync_\(id)")
         }
+        configure(&configuration)
         storage = configuration.storage
         server = try await RunningServer.start(configuration, logger: logger)
         apiToken = try await server.store.createContainer(Self.containerID).token
@@ -173,9 +174,10 @@ final class SyncHarness: Sendable {
     /// Runs `body` with a fresh harness and always stops it (server, storage, devices' files),
     /// whether `body` returns or throws.
     static func with<T>(
-        retention: Duration = .seconds(3600), _ body: (SyncHarness) async throws -> T
+        retention: Duration = .seconds(3600), configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (SyncHarness) async throws -> T
     ) async throws -> T {
-        let harness = try await SyncHarness(retention: retention)
+        let harness = try await SyncHarness(retention: retention, configure: configure)
         do {
             let result = try await body(harness)
             try await harness.stop()

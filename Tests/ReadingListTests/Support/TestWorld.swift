@@ -23,14 +23,15 @@ final class TestWorld: Sendable {
         self.webAuthToken = webAuthToken
     }
 
-    static func start() async throws -> TestWorld {
+    static func start(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestWorld {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("reading-list-tests-\(UUID().uuidString.prefix(8))").path
         var logger = Logger(label: "nimbus")
         logger.logLevel = .critical
-        let server = try await RunningServer.start(
-            ServerConfiguration(port: 0, dataDirectory: (directory as NSString).appendingPathComponent("server")),
-            logger: logger)
+        var configuration = ServerConfiguration(
+            port: 0, dataDirectory: (directory as NSString).appendingPathComponent("server"))
+        configure(&configuration)
+        let server = try await RunningServer.start(configuration, logger: logger)
         let api = try await server.store.createContainer("iCloud.com.example.news")
         let user = try await server.store.createUser(
             name: "reader", email: nil, firstName: nil, lastName: nil, container: "iCloud.com.example.news")
@@ -39,8 +40,10 @@ final class TestWorld: Sendable {
 
     /// Runs `body` in a fresh world and always stops it (server and files), whether `body`
     /// returns or throws.
-    static func with<T>(_ body: (TestWorld) async throws -> T) async throws -> T {
-        let world = try await start()
+    static func with<T>(
+        configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestWorld) async throws -> T
+    ) async throws -> T {
+        let world = try await start(configure: configure)
         do {
             let result = try await body(world)
             await world.stop()
