@@ -1,8 +1,7 @@
 import NIOCore
-import NimbusStore
 
-/// An upload's request buffers gathered into chunks of ``AssetBlobKey/chunkSize`` for
-/// `asset_chunks`, each stored by `insert` while the next one arrives.
+/// An upload's request buffers gathered into chunks of `chunkSize` bytes for `asset_chunks`,
+/// each stored by `insert` while the next one arrives.
 ///
 /// At most one insert runs at a time, in order, so what is stored is always the upload's
 /// first bytes: when the body fails, the insert in flight finishes, the bytes gathered since
@@ -11,7 +10,7 @@ import NimbusStore
 enum ChunkedUpload {
     /// Stores `chunks` from byte `offset` on; returns the end of what was stored.
     static func store<Chunks: AsyncSequence>(
-        _ chunks: Chunks, from offset: Int64, insert: @escaping @Sendable (_ start: Int64, _ bytes: ByteBuffer) async throws -> Void
+        _ chunks: Chunks, from offset: Int64, chunkSize: Int, insert: @escaping @Sendable (_ start: Int64, _ bytes: ByteBuffer) async throws -> Void
     ) async throws -> Int64 where Chunks.Element == ByteBuffer {
         // Each insert hands its chunk's buffer back, to gather the chunk after next in: two
         // buffers per upload, reused rather than allocated (and zero-filled) chunk by chunk.
@@ -25,11 +24,11 @@ enum ChunkedUpload {
             do {
                 for try await var buffer in chunks {
                     while buffer.readableBytes > 0 {
-                        if pending.capacity < AssetBlobKey.chunkSize { pending.reserveCapacity(AssetBlobKey.chunkSize) }
-                        let take = min(buffer.readableBytes, AssetBlobKey.chunkSize - pending.readableBytes)
+                        if pending.capacity < chunkSize { pending.reserveCapacity(chunkSize) }
+                        let take = min(buffer.readableBytes, chunkSize - pending.readableBytes)
                         var part = buffer.readSlice(length: take)!
                         pending.writeBuffer(&part)
-                        guard pending.readableBytes == AssetBlobKey.chunkSize else { continue }
+                        guard pending.readableBytes == chunkSize else { continue }
                         // The previous chunk's insert has to finish first.
                         if sent > stored, let done = try await group.next() {
                             stored = done.end

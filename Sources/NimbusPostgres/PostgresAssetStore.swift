@@ -4,7 +4,8 @@ import NimbusStore
 import PostgresNIO
 
 /// Asset bytes in PostgreSQL itself, so every node of a deployment reads what any node
-/// stored: `asset_chunks` rows of at most ``AssetBlobKey/chunkSize`` (1 MiB) of `bytea`,
+/// stored: `asset_chunks` rows of at most ``AssetBlobKey/chunkSize`` (1 MiB) of `bytea`
+/// (``chunkBytes`` for new uploads),
 /// keyed by the blob (`upload:<id>` while an upload arrives, then its content address) and
 /// the chunk's first byte offset.
 ///
@@ -23,6 +24,13 @@ public struct PostgresAssetStore: AssetStore {
     }
 
     static func uploadBlob(_ id: String) -> String { "upload:" + id }
+
+    /// The bytes of each chunk an upload stores: 4 KiB short of ``AssetBlobKey/chunkSize``, so
+    /// that the statement inserting it (the chunk and its other parameters, then the whole
+    /// message) fits the 1 MiB buffers postgres-nio copies it into. At 1 MiB exactly each copy
+    /// needed a 2 MiB buffer: half again the memory per upload, and more page faults. Reads
+    /// take chunks of any size, so uploads stored before keep working.
+    static let chunkBytes = AssetBlobKey.chunkSize - 4096
 
     /// The first key of the advisory lock a commit takes on its blob ("asst" in ASCII); the
     /// second is a hash of the blob's key.
@@ -48,7 +56,7 @@ public struct PostgresAssetStore: AssetStore {
             }
         }
         let store = self.store
-        return try await ChunkedUpload.store(chunks, from: offset) { start, bytes in
+        return try await ChunkedUpload.store(chunks, from: offset, chunkSize: Self.chunkBytes) { start, bytes in
             try await store.rows(
                 """
                 INSERT INTO asset_chunks (blob, start, bytes, written_at)

@@ -1,4 +1,3 @@
-import NimbusStore
 import PostgresNIO
 import Testing
 
@@ -29,42 +28,45 @@ struct ChunkedUploadTests {
         }
     }
 
+    /// A chunk size that no buffer size below divides.
+    let chunk = 100_000
+
     func pattern(_ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) } }
 
     @Test func buffersBecomeWholeChunksInOrderThenTheRest() async throws {
-        let bytes = pattern(2 * AssetBlobKey.chunkSize + 300_000)
+        let bytes = pattern(2 * chunk + 30_000)
         let inserts = Inserts()
-        let end = try await ChunkedUpload.store(body(bytes, piece: 65_000), from: 500) { start, chunk in
-            await inserts.add(start, chunk)
+        let end = try await ChunkedUpload.store(body(bytes, piece: 6_500), from: 500, chunkSize: chunk) { start, row in
+            await inserts.add(start, row)
         }
-        let size = Int64(AssetBlobKey.chunkSize)
+        let size = Int64(chunk)
         #expect(end == 500 + Int64(bytes.count))
         #expect(await inserts.starts == [500, 500 + size, 500 + 2 * size])
         #expect(await inserts.bytes == bytes)
     }
 
     @Test func aFailedBodyStillStoresEverythingThatArrived() async throws {
-        let bytes = pattern(AssetBlobKey.chunkSize + 123_456)
+        let bytes = pattern(chunk + 12_345)
         let inserts = Inserts()
         await #expect(throws: BodyFailed.self) {
-            _ = try await ChunkedUpload.store(body(bytes, piece: 100_000, fail: true), from: 0) { start, chunk in
-                await inserts.add(start, chunk)
+            _ = try await ChunkedUpload.store(body(bytes, piece: 9_000, fail: true), from: 0, chunkSize: chunk) { start, row in
+                await inserts.add(start, row)
             }
         }
-        #expect(await inserts.starts == [0, Int64(AssetBlobKey.chunkSize)])
+        #expect(await inserts.starts == [0, Int64(chunk)])
         #expect(await inserts.bytes == bytes)
     }
 
     @Test func nothingIsStoredAfterAFailedInsert() async throws {
-        let bytes = pattern(4 * AssetBlobKey.chunkSize)
+        let bytes = pattern(4 * chunk)
         let inserts = Inserts()
         await #expect(throws: InsertFailed.self) {
-            _ = try await ChunkedUpload.store(body(bytes, piece: 70_000), from: 0) { start, chunk in
-                if start == Int64(AssetBlobKey.chunkSize) { throw InsertFailed() }
-                await inserts.add(start, chunk)
+            _ = try await ChunkedUpload.store(body(bytes, piece: 7_000), from: 0, chunkSize: chunk) { start, row in
+                if start == Int64(chunk) { throw InsertFailed() }
+                await inserts.add(start, row)
             }
         }
         #expect(await inserts.starts == [0], "only the chunk before the failed one")
-        #expect(await inserts.bytes == Array(bytes[0..<AssetBlobKey.chunkSize]))
+        #expect(await inserts.bytes == Array(bytes[0..<chunk]))
     }
 }
