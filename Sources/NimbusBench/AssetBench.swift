@@ -51,6 +51,9 @@ struct AssetBench: Sendable {
             for size in settings.sizes {
                 let (path, checksum) = try file(size)
                 report.throughput.append(try await throughput(path, size: size, checksum: checksum))
+                // The run stamped the file with other bytes: the next run makes a new one.
+                files[size] = nil
+                try? FileManager.default.removeItem(atPath: path)
             }
         }
         if settings.runs.contains("resume") {
@@ -89,10 +92,18 @@ struct AssetBench: Sendable {
         let progress = Progress(label: "\(ThroughputResult.sizeLabel(size)): copy, upload, download", total: settings.repetitions)
         for round in 0..<settings.repetitions {
             let name = "t-\(size)-\(round)"
+            // Untimed, so that every timed operation writes a new file, as the server does with
+            // a new upload: the round's file gets bytes of its own (the same bytes again would
+            // be the blob the server already holds, replaced by the upload: a 50 MB unlink in
+            // it), and the copy and the download find no earlier file to truncate.
+            let stamped = try BenchFiles.stamp(path, with: UInt64(round) + 1)
+            try? FileManager.default.removeItem(atPath: copyPath)
             result.copy.append(try Self.timedSync { _ = try BenchFiles.copy(path, to: copyPath) })
+            try? FileManager.default.removeItem(atPath: copyPath)
             result.durableCopy.append(try Self.timedSync { _ = try BenchFiles.copy(path, to: copyPath, durable: true) })
             result.upload.append(
-                try await Self.timed { try await client.upload(path, size: Int64(size), checksum: checksum, recordName: name) })
+                try await Self.timed { try await client.upload(path, size: Int64(size), checksum: stamped, recordName: name) })
+            try? FileManager.default.removeItem(atPath: downloadPath)
             result.download.append(
                 try await Self.timed {
                     let written = try await client.download(recordName: name, to: downloadPath)

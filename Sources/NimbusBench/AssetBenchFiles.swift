@@ -79,6 +79,17 @@ enum BenchFiles {
         return copied
     }
 
+    /// Overwrites the first 8 bytes of the file at `path` with `stamp` (little-endian), which
+    /// makes it other bytes than before; returns its new `fileChecksum`.
+    static func stamp(_ path: String, with stamp: UInt64) throws -> String {
+        let fd = open(path, O_WRONLY)
+        guard fd >= 0 else { throw BenchError("cannot open \(path): errno \(errno)") }
+        defer { close(fd) }
+        let written = withUnsafeBytes(of: stamp.littleEndian) { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        guard written == 8 else { throw BenchError("stamping \(path) failed: errno \(errno)") }
+        return try checksum(of: path)
+    }
+
     /// The SHA-256 of a file as CloudKit's `fileChecksum` (base64).
     static func checksum(of path: String) throws -> String {
         var hasher = SHA256()
