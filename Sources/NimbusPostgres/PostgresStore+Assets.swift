@@ -119,26 +119,19 @@ extension PostgresStore {
         return context
     }
 
-    /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows: the
-    /// references of every record whose JSON (before or after) mentions an asset are
-    /// replaced by those of its final row. Only such rows are parsed. When it changed
-    /// references, returns the change of the database's counted asset bytes (measured over
-    /// the hashes whose references changed) and the usage counter with it added.
+    /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows
+    /// (``AssetReferences/replacements(in:)``). When it replaced references, returns the
+    /// change of the database's counted asset bytes (measured over the hashes whose
+    /// references changed) and the usage counter with it added.
     func writeAssetChanges(_ transaction: Transaction, database: Int64, zone: String, plan: ModifyPlan) async throws
         -> (assetBytes: Int64, usage: DatabaseUsage)?
     {
-        var cleared = Set<String>()
-        var final: [String: StoredRecord] = [:]
-        for (before, after) in plan.changes {
-            if let before, AssetReferences.mentioned(in: before.fieldsJSON) { cleared.insert(after.recordName) }
-            if AssetReferences.mentioned(in: after.fieldsJSON) { cleared.insert(after.recordName) }
-            final[after.recordName] = after
-        }
+        let replacements = AssetReferences.replacements(in: plan.changes)
+        let cleared = Array(replacements.keys)
         var records: [String] = []
         var hashes: [String] = []
-        for name in cleared {
-            guard let row = final[name] else { continue }
-            for hash in AssetReferences.hashes(of: row) {
+        for (name, referenced) in replacements {
+            for hash in referenced {
                 records.append(name)
                 hashes.append(hash)
             }
@@ -146,7 +139,7 @@ extension PostgresStore {
         var counted: (hashes: [String], bytes: Int64) = ([], 0)
         if !cleared.isEmpty {
             counted = try await countedAssets(
-                transaction, database: database, zone: zone, records: Array(cleared), hashes: Array(Set(hashes)))
+                transaction, database: database, zone: zone, records: cleared, hashes: Array(Set(hashes)))
         }
         if !plan.spentReceipts.isEmpty {
             try await transaction.rows(
@@ -159,7 +152,7 @@ extension PostgresStore {
         }
         guard !cleared.isEmpty else { return nil }
         try await transaction.rows(
-            "DELETE FROM asset_refs WHERE db = \(database) AND zone = \(zone) AND record = ANY(\(Array(cleared)))")
+            "DELETE FROM asset_refs WHERE db = \(database) AND zone = \(zone) AND record = ANY(\(cleared))")
         if !records.isEmpty {
             try await transaction.rows(
                 """

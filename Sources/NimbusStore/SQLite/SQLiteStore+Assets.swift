@@ -66,21 +66,14 @@ extension SQLiteStore {
         return context
     }
 
-    /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows: the
-    /// references of every record whose JSON (before or after) mentions an asset are
-    /// replaced by those of its final row. Only such rows are parsed. Returns the change of
-    /// the database's counted asset bytes, measured over the hashes whose references change.
+    /// Spends the plan's receipts and keeps `asset_refs` in step with the written rows
+    /// (``AssetReferences/replacements(in:)``). Returns the change of the database's counted
+    /// asset bytes, measured over the hashes whose references change.
     static func writeAssetChanges(_ db: Database, database: Int64, zone: String, plan: ModifyPlan) throws -> Int64 {
-        var cleared = Set<String>()
-        var final: [String: StoredRecord] = [:]
-        for (before, after) in plan.changes {
-            if let before, AssetReferences.mentioned(in: before.fieldsJSON) { cleared.insert(after.recordName) }
-            if AssetReferences.mentioned(in: after.fieldsJSON) { cleared.insert(after.recordName) }
-            final[after.recordName] = after
-        }
+        let replacements = AssetReferences.replacements(in: plan.changes)
         var touched = Set<String>()
-        for name in cleared {
-            if let row = final[name] { touched.formUnion(AssetReferences.hashes(of: row)) }
+        for (name, hashes) in replacements {
+            touched.formUnion(hashes)
             touched.formUnion(
                 try String.fetchAll(
                     db.cachedStatement(sql: "SELECT sha256 FROM asset_refs WHERE db = ? AND zone = ? AND record = ?"),
@@ -97,11 +90,10 @@ extension SQLiteStore {
                     """,
                 arguments: [receipt])
         }
-        for name in cleared {
+        for (name, hashes) in replacements {
             try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE db = ? AND zone = ? AND record = ?")
                 .execute(arguments: [database, zone, name])
-            guard let row = final[name] else { continue }
-            for hash in AssetReferences.hashes(of: row) {
+            for hash in hashes {
                 try db.cachedStatement(
                     sql: "INSERT OR IGNORE INTO asset_refs (db, zone, record, sha256) VALUES (?, ?, ?, ?)"
                 ).execute(arguments: [database, zone, name, hash])
