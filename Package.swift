@@ -274,6 +274,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // Holding statements in a connection's trace hook (SQLiteReadThreadTests).
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // An upload's file written from `ByteBuffer`s (UploadFileTests).
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
