@@ -4,7 +4,7 @@ import NimbusStore
 extension CloudKitAPI {
     /// `records/modify`: validates the whole request first (so bad input never half-writes),
     /// then applies it to one zone in one transaction.
-    func modifyRecords(_ call: APICall) async throws -> JSON {
+    func modifyRecords(_ call: APICall, shared: SharedZoneAccess? = nil) async throws -> JSON {
         guard let caller = call.identity.caller else {
             throw CloudKitError(
                 .authenticationRequired, "writing needs a signed-in user (ckWebAuthToken) or a server-to-server key")
@@ -48,6 +48,9 @@ extension CloudKitAPI {
                 PendingRecordOperation(
                     type: type, record: record, path: recordReader.path,
                     desiredKeys: try call.desiredKeys(in: reader) ?? defaultKeys, sharing: sharing))
+        }
+        if let shared {
+            try await checkSharedWrites(pending, access: shared, zone: zoneID.zoneName, in: call.database)
         }
         // The schema: in development new types and fields join it, in production they are
         // refused. Shares are CloudKit's own type, outside every schema.
