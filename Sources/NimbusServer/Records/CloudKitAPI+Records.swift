@@ -43,7 +43,9 @@ extension CloudKitAPI {
                 }
                 record.recordName = UUID().uuidString
             }
-            try NameRules.check(record, at: recordReader.path)
+            var named = record
+            if sharing.isShare { named.recordType = "" }  // CloudKit's own type, not an identifier
+            try NameRules.check(named, at: recordReader.path)
             pending.append(
                 PendingRecordOperation(
                     type: type, record: record, path: recordReader.path,
