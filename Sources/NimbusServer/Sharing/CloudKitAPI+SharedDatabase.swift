@@ -220,7 +220,6 @@ extension CloudKitAPI {
                         "zoneID": acting.responseZoneID(zoneID.zoneName).wireJSON,
                     ]))
             }
-            try await syncSharedSubscriptions(of: user.recordName, call.identity)
             return .object(["records": .array(items)])
         }
         return try await modifyRecords(acting, shared: access)
@@ -249,6 +248,8 @@ extension CloudKitAPI {
             }
             break
         }
+        // Copies first: the sync finds the owner's database through the entry.
+        try? await syncSharedSubscriptions(of: user, identity)
         await shareIndex.remove(participant: user, location, container: identity.container, environment: identity.environment)
     }
 
