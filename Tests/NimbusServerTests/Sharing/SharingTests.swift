@@ -1,3 +1,4 @@
+import NIOHTTP1
 import NimbusProtocol
 import Testing
 
@@ -61,7 +62,12 @@ struct SharingTests {
             let share = lookup.records[2]
             #expect(share["recordType"]?.string == "cloudkit.share")
             #expect(share["shortGUID"]?.string == guid)
-            #expect(share["url"]?.string?.hasSuffix("/share/\(guid)") == true)
+            let url = try #require(share["url"]?.string)
+            #expect(url.hasSuffix("/share/\(TestServer.container)/development/\(guid)"), "\(url)")
+            let page = try await alice.send(url, method: .GET, body: nil, headers: [])
+            #expect(page.status == 200 && page.text.contains(guid) && !page.text.contains("Summer"), "\(page.text)")
+            let link = try await alice.send(url, method: .GET, body: nil, headers: [("Accept", "application/json")])
+            #expect(link["shortGUID"]?.string == guid && link["containerIdentifier"]?.string == TestServer.container)
             #expect(share["publicPermission"]?.string == "NONE")
             #expect(share["owner"]?["type"]?.string == "OWNER")
             #expect(share["currentUserParticipant"]?["type"]?.string == "OWNER")
