@@ -234,3 +234,38 @@ struct SharingTests {
 enum SharedNames {
     static let zoneShare = "cloudkit.zoneshare"
 }
+
+extension SharingTests {
+    @Test(arguments: Engine.available) func lockedSavesAndAtomicBatchesHoldInSharedZones(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            let bob = try await server.user("bob")
+            let owner = try #require(alice.userRecordName)
+            try await Self.album(alice)
+            _ = try await bob.accept(try await Self.shareAlbum(alice, participants: [(try #require(bob.userRecordName), "READ_WRITE")]))
+            let stale = try await Self.tag(alice, "photo-1")
+            _ = try await alice.modify("Albums", [sharingOp("update", "photo-1", fields: ["caption": "Alice's"], tag: stale)])
+
+            let conflict = try await bob.sharedModify(
+                "Albums", owner: owner, [sharingOp("update", "photo-1", fields: ["caption": "Bob's"], tag: stale)])
+            let item = try #require(conflict.records.first)
+            #expect(item["serverErrorCode"]?.string == "CONFLICT", "\(conflict.text)")
+            #expect(item["serverRecord"]?["fields"]?["caption"]?["value"]?.string == "Alice's")
+            #expect(item["serverRecord"]?["parent"]?["recordName"]?.string == "album", "lifted in the conflict too")
+            #expect(item["serverRecord"]?["fields"]?["cloudkit.parent"] == nil)
+
+            // Atomic: one failing operation writes nothing.
+            let atomic = try await bob.post(
+                "records/modify",
+                [
+                    "zoneID": ["zoneName": "Albums", "ownerRecordName": .string(owner)], "atomic": true,
+                    "operations": [
+                        sharingOp("create", "photo-7", fields: ["caption": "new"], parent: "album"),
+                        sharingOp("update", "photo-2", fields: ["caption": "x"], tag: "stale-tag"),
+                    ],
+                ], scope: "shared")
+            #expect(atomic.records.first?["serverErrorCode"]?.string == "ATOMIC_ERROR", "\(atomic.text)")
+            #expect(try await bob.sharedLookup("Albums", owner: owner, ["photo-7"]).records.first?["serverErrorCode"]?.string == "NOT_FOUND")
+        }
+    }
+}
