@@ -70,6 +70,13 @@ public final class RunningServer: Sendable {
         api.assetSettings = configuration.assets
         api.userQuotaBytes = configuration.userQuotaBytes
         api.containerQuotaBytes = configuration.containerQuotaBytes
+        let uploadQuota =
+            configuration.userQuotaBytes == nil && configuration.containerQuotaBytes == nil
+            ? nil
+            : UploadQuota(
+                usage: store, userQuotaBytes: configuration.userQuotaBytes,
+                containerQuotaBytes: configuration.containerQuotaBytes)
+        api.uploadQuota = uploadQuota
         let accounts = AccountService(
             store: store, hasher: PasswordHasher(cost: configuration.signIn.passwordCost),
             mail: configuration.signIn.mailSender ?? LoggingMailSender(logger: logger),
@@ -94,7 +101,8 @@ public final class RunningServer: Sendable {
         AssetRoutes.add(
             to: router,
             transfer: AssetTransfer(
-                metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, logger: logger),
+                metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, logger: logger,
+                quota: uploadQuota),
             clock: configuration.clock)
         let pushChannel = PushChannel(
             hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger,

@@ -19,20 +19,28 @@ struct QuotaTests {
             #expect(afterFirst.assetBytes == 6000)
             #expect(afterFirst.recordBytes > 0)
 
-            let second = try await alice.uploadAsset(testBytes(6000, seed: 2), record: "b", field: "image")
+            // A file that alone would take the database over is refused before its bytes are read.
+            let (_, slot) = try await alice.requestUpload(record: "b", field: "image")
+            let early = try await alice.transfer(try #require(slot), bytes: testBytes(6000, seed: 2))
+            #expect(early.status == 413, "\(early.status)")
+            #expect(early.serverErrorCode == "QUOTA_EXCEEDED")
+            #expect(try await server.server.store.usage(of: database) == afterFirst)
+
+            let big = String(repeating: "x", count: 5000)
             let refused = try await alice.modify(
                 "_defaultZone",
-                [assetOp("create", "b", ["image": (second, "ASSETID")]), assetOp("create", "c", ["title": ("t", "STRING")])])
+                [op("create", "b", fields: ["title": .string(big)]), assetOp("create", "c", ["title": ("t", "STRING")])])
             #expect(refused.status == 413)
             #expect(refused.serverErrorCode == "QUOTA_EXCEEDED")
             #expect(refused.reason.contains("quota is 10000 bytes"), "\(refused.reason)")
-            // Nothing of the request was written, and the receipt was not spent.
+            // Nothing of the request was written.
             #expect(try await server.server.store.usage(of: database) == afterFirst)
             #expect(try await alice.lookup("c").records.first?["serverErrorCode"]?.string == "NOT_FOUND")
 
             // A delete frees the space at once (before any collection) and the save goes through.
             _ = try await alice.modify("_defaultZone", [op("forceDelete", "a")])
             #expect(try await server.server.store.usage(of: database).totalBytes == 0)
+            let second = try await alice.uploadAsset(testBytes(6000, seed: 2), record: "b", field: "image")
             let retried = try await alice.modify("_defaultZone", [assetOp("create", "b", ["image": (second, "ASSETID")])])
             #expect(retried.records.first?["serverErrorCode"] == nil, "\(retried.text)")
 
@@ -77,11 +85,15 @@ struct QuotaTests {
             let afterFirst = try await server.server.store.usage(of: publicDatabase)
             #expect(afterFirst.assetBytes == 6000)
 
-            // Another user's save takes the container's public database over: refused whole.
-            let second = try await bob.uploadAsset(testBytes(6000, seed: 2), record: "b", field: "image", scope: "public")
+            // Another user's file that would take the container's public database over is
+            // refused before its bytes are read; a save that would is refused whole.
+            let (_, slot) = try await bob.requestUpload(record: "b", field: "image", scope: "public")
+            let early = try await bob.transfer(try #require(slot), bytes: testBytes(6000, seed: 2))
+            #expect(early.status == 413 && early.serverErrorCode == "QUOTA_EXCEEDED", "\(early.status)")
+            let big = String(repeating: "x", count: 5000)
             let refused = try await bob.modify(
                 "_defaultZone",
-                [assetOp("create", "b", ["image": (second, "ASSETID")]), assetOp("create", "c", ["title": ("t", "STRING")])],
+                [op("create", "b", fields: ["title": .string(big)]), assetOp("create", "c", ["title": ("t", "STRING")])],
                 scope: "public")
             #expect(refused.status == 413)
             #expect(refused.serverErrorCode == "QUOTA_EXCEEDED")
@@ -97,6 +109,7 @@ struct QuotaTests {
             // Alice's delete frees the space at once; Bob's save then fits.
             _ = try await alice.modify("_defaultZone", [op("forceDelete", "a")], scope: "public")
             #expect(try await server.server.store.usage(of: publicDatabase) == .empty)
+            let second = try await bob.uploadAsset(testBytes(6000, seed: 2), record: "b", field: "image", scope: "public")
             let retried = try await bob.modify(
                 "_defaultZone", [assetOp("create", "b", ["image": (second, "ASSETID")])], scope: "public")
             #expect(retried.records.first?["serverErrorCode"] == nil, "\(retried.text)")

@@ -20,6 +20,8 @@ struct AssetTransfer: Sendable {
     let links: AssetLinks
     let settings: AssetSettings
     let logger: Logger
+    /// Refuses a file the database has no room for before reading it (`nil`: no quotas).
+    var quota: UploadQuota? = nil
     /// Uploads this node is writing now: a second request for one of them is refused.
     let writing = NIOLockedValueBox(Set<String>())
 
@@ -93,6 +95,7 @@ struct AssetTransfer: Sendable {
     private func receiveWhole(_ request: Request, upload: AssetUpload, now: Int64) async throws -> Response {
         let announced = request.headers[.contentLength].flatMap { Int64($0) }
         if let announced, announced > settings.maxAssetBytes { throw tooLarge(announced) }
+        if let announced, let quota { try await quota.check(upload.database, adding: announced) }
         let meter = BodyMeter(limit: settings.maxAssetBytes)
         let received: Int64
         do {

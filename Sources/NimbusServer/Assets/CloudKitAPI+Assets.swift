@@ -21,6 +21,7 @@ extension CloudKitAPI {
         }
         let readers = try call.body.required("tokens").array()
         guard !readers.isEmpty else { throw CloudKitError.badRequest("'tokens' must name at least one asset field") }
+        try await uploadQuota?.check(call.database)
         guard readers.count <= ProtocolLimits.maxOperations else {
             throw CloudKitError(
                 .limitExceeded, "\(readers.count) tokens in one request; the limit is \(ProtocolLimits.maxOperations)")

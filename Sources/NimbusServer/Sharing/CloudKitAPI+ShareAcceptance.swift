@@ -23,6 +23,9 @@ extension CloudKitAPI {
                 try await shareIndex.add(
                     participant: user.recordName, found.location, container: call.identity.container,
                     environment: call.identity.environment)
+                // Copies of the user's shared subscriptions first: the acceptance's own commit
+                // then tells their other devices to fetch the new zone.
+                try await syncSharedSubscriptions(of: user.recordName, call.identity, accepting: found.location)
                 var record = found.record.record(zoneID: ZoneID(zoneName: found.location.zone, ownerRecordName: found.location.owner))
                 record.fields = [SystemFields.shareState: .string(accepted.storedText)]
                 let outcome = try await store.modifyRecords(
@@ -34,7 +37,6 @@ extension CloudKitAPI {
                 case .saved(let stored)?:
                     found.record = stored
                     found.state = accepted
-                    try await syncSharedSubscriptions(of: user.recordName, call.identity)
                     return try await shareInfo(found, request: request, call)
                 case .failed(let error)? where error.code == .conflict:
                     // Someone else changed the share meanwhile: read it again and retry.

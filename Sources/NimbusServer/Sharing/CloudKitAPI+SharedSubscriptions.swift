@@ -7,14 +7,22 @@ extension CloudKitAPI {
     /// shared zone, in the owner's database; copies in zones no longer shared are deleted.
     /// Run after the user's shared subscriptions change, and after a share of theirs is
     /// accepted, left or ended.
-    func syncSharedSubscriptions(of user: String, _ identity: RequestIdentity) async throws {
+    ///
+    /// - Parameter accepting: a share the user is about to accept: its zone gets copies
+    ///   before the acceptance commits, so that the commit itself reaches their devices.
+    func syncSharedSubscriptions(of user: String, _ identity: RequestIdentity, accepting: ShareLocation? = nil) async throws {
         let container = identity.container
         let environment = identity.environment
         let shared = DatabaseKey(container: container, environment: environment, scope: .shared, owner: user)
         let subscriptions = try await notifications.listSubscriptions(owner: user, in: shared).filter {
             $0.typeName == "database"
         }
-        let zones = try await sharedZones(of: user, container: container, environment: environment)
+        var zones = try await sharedZones(of: user, container: container, environment: environment)
+        if let accepting, !zones.contains(where: { $0.owner == accepting.owner && $0.zone == accepting.zone }) {
+            var access = SharedZoneAccess(owner: accepting.owner, zone: accepting.zone)
+            access.zoneWide = .readOnly
+            zones.append(access)
+        }
         var owners = Set(try await shareIndex.shares(of: user, container: container, environment: environment).map(\.owner))
         owners.formUnion(zones.map(\.owner))
         for owner in owners.sorted() {
