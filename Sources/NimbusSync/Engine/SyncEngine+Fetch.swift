@@ -39,6 +39,7 @@ extension SyncEngine {
         for zone in changed { try await fetchZone(zone) }
         let finalToken = token
         try await store.transaction { try $0.setDatabaseToken(finalToken) }
+        if configuration.syncsSharedDatabase { try await fetchSharedDatabase() }
         emit(.stateSaved)
     }
 
@@ -68,6 +69,11 @@ extension SyncEngine {
                 reconciling = true
                 seen = []
                 continue
+            } catch let error as NimbusError where error.code == .zoneNotFound && ZoneID(localZoneName: zone).isSharedZone {
+                // A shared zone the user can no longer read (the share ended since the
+                // database's changes were read): it leaves the device.
+                try await removeSharedZone(zone)
+                return
             } catch let error as NimbusError where error.code == .zoneNotFound && !recoveredZone {
                 // Gone, or deleted and created again by another device: recover our copies,
                 // then read whatever the zone holds now from the start.
@@ -127,6 +133,9 @@ extension SyncEngine {
         }
         for conflict in conflicts { emit(.conflictResolved(conflict)) }
         if !saved.isEmpty || !deleted.isEmpty { emit(.fetched(zone: zone, saved: saved, deleted: deleted)) }
+        // Only shares that changed for this device (not the echo of its own save).
+        let changedNames = Set(saved.map(\.recordName))
+        announceShares(in: page.modifications.filter { changedNames.contains($0.id.recordName) })
     }
 
     /// After a complete read of the zone (`seen` holds every name it returned): copies the
@@ -149,6 +158,8 @@ extension SyncEngine {
     /// ``SyncConfiguration/zoneLossPolicy``, queue the device's records for upload to a
     /// recreated zone, or remove them (pending changes go to the quarantine).
     func handleZoneLoss(_ zone: String) async throws {
+        // Another user's zone is never recreated: it left the device with the share.
+        if ZoneID(localZoneName: zone).isSharedZone { return try await removeSharedZone(zone) }
         let policy = configuration.zoneLossPolicy
         let cached = try await cachedFiles()
         let removed = try await store.transaction { transaction in

@@ -15,7 +15,11 @@ public struct Outbox {
 
     /// Queues a save of the record's current fields. Changed keys are computed against the
     /// server copy, so a later send can do a field-level merge.
+    ///
+    /// - Throws: ``NimbusError/Code/permissionFailure`` for a record of a shared zone that
+    ///   the user may only read (every share of the zone this device holds is read-only).
     public func save(_ record: LocalRecord) throws {
+        try refuseReadOnly(zone: record.zoneName)
         let base = try Row.fetchOne(
             db, sql: "SELECT fields FROM nimbus_records WHERE zone = ? AND name = ?",
             arguments: [record.zoneName, record.recordName])
@@ -29,7 +33,10 @@ public struct Outbox {
     }
 
     /// Queues a deletion.
+    ///
+    /// - Throws: ``NimbusError/Code/permissionFailure`` in a shared zone the user may only read.
     public func delete(zone: String, recordName: String) throws {
+        try refuseReadOnly(zone: zone)
         let baseTag = try String.fetchOne(
             db, sql: "SELECT tag FROM nimbus_records WHERE zone = ? AND name = ?", arguments: [zone, recordName])
         let type =
