@@ -68,7 +68,7 @@ struct APICall: Sendable {
     /// would serialize to (``StoredRecord/appendWritten(closedBy:to:)``).
     func recordJSON(_ stored: StoredRecord, zoneName: String, desiredKeys: Set<String>?) throws(CloudKitError) -> JSON {
         let stored = servable(stored)
-        if desiredKeys == nil && !numbersAsStrings {
+        if desiredKeys == nil && !numbersAsStrings && !SystemFields.mentioned(in: stored.fieldsJSON) {
             var text = ""
             stored.appendWritten(closedBy: zoneClosing(zoneName), to: &text)
             return .raw(text)
@@ -77,13 +77,16 @@ struct APICall: Sendable {
         if stored.deleted {
             return .object(["recordName": .string(stored.recordName), "deleted": .bool(true), "zoneID": zoneID.wireJSON])
         }
-        return stored.record(zoneID: zoneID).wireJSON(numbersAsStrings: numbersAsStrings, desiredKeys: desiredKeys)
+        return liftingSystemFields(
+            stored.record(zoneID: zoneID).wireJSON(
+                numbersAsStrings: numbersAsStrings, desiredKeys: Self.withSystemFields(desiredKeys)))
     }
 
     /// Records as a JSON array (a change feed or query page), element for element what
     /// ``recordJSON(_:zoneName:desiredKeys:)`` gives, as one text in the common case.
     func recordsJSON(_ records: [StoredRecord], zoneName: String, desiredKeys: Set<String>?) throws(CloudKitError) -> JSON {
-        guard desiredKeys == nil && !numbersAsStrings else {
+        guard desiredKeys == nil && !numbersAsStrings, !records.contains(where: { SystemFields.mentioned(in: $0.fieldsJSON) })
+        else {
             var elements: [JSON] = []
             elements.reserveCapacity(records.count)
             for stored in records {
@@ -132,6 +135,9 @@ struct APICall: Sendable {
             error.zoneID = responseZoneID(zoneID.zoneName)
         }
         error.serverRecord = error.serverRecord.map(servable)
-        return error.wireJSON(uuid: APIResponder.newUUID(), numbersAsStrings: numbersAsStrings)
+        let json = error.wireJSON(uuid: APIResponder.newUUID(), numbersAsStrings: numbersAsStrings)
+        guard case .object(var members) = json, let serverRecord = members["serverRecord"] else { return json }
+        members["serverRecord"] = liftingSystemFields(serverRecord)
+        return .object(members)
     }
 }

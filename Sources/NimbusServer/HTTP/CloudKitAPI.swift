@@ -28,6 +28,8 @@ struct CloudKitAPI: Sendable {
     var pushSessions: PushHub? = nil
     /// The quota of each public database (``ServerConfiguration/containerQuotaBytes``).
     var containerQuotaBytes: Int64?
+    /// Makes share short GUIDs and participant IDs (secure random; injected by tests).
+    var shareIDs: @Sendable () -> String = ShareIDs.random
 
     func handle(_ call: APICall) async throws -> JSON {
         switch call.operation {

@@ -17,10 +17,7 @@ extension CloudKitAPI {
                 "\(operationReaders.count) operations in one request; the limit is \(ProtocolLimits.maxOperations): split the batch")
         }
         let defaultKeys = try call.desiredKeys()
-        var types: [RecordOperationType] = []
-        var records: [Record] = []
-        var paths: [String] = []
-        var keysPerOperation: [Set<String>?] = []
+        var pending: [PendingRecordOperation] = []
         var userRecords: [UserIdentity] = []
         for reader in operationReaders {
             let typeName = try reader.required("operationType").string()
@@ -31,6 +28,7 @@ extension CloudKitAPI {
             }
             let recordReader = try reader.required("record")
             var record = try Record(wire: recordReader)
+            let sharing = try RecordSharingParts(reader: recordReader, record: &record)
             if let recordZone = record.zoneID {
                 try call.identity.checkOwner(of: recordZone)
                 guard recordZone.zoneName == zoneID.zoneName else {
@@ -46,27 +44,28 @@ extension CloudKitAPI {
                 record.recordName = UUID().uuidString
             }
             try NameRules.check(record, at: recordReader.path)
-            types.append(type)
-            records.append(record)
-            paths.append(recordReader.path)
-            keysPerOperation.append(try call.desiredKeys(in: reader) ?? defaultKeys)
+            pending.append(
+                PendingRecordOperation(
+                    type: type, record: record, path: recordReader.path,
+                    desiredKeys: try call.desiredKeys(in: reader) ?? defaultKeys, sharing: sharing))
         }
-        // The schema: in development new types and fields join it, in production they are refused.
-        let saved = records.indices.filter { !types[$0].isDelete }
-        var savedRecords = saved.map { records[$0] }
+        // The schema: in development new types and fields join it, in production they are
+        // refused. Shares are CloudKit's own type, outside every schema.
+        let saved = pending.indices.filter { !pending[$0].type.isDelete && pending[$0].sharing?.isShare != true }
+        var savedRecords = saved.map { pending[$0].record }
         try await schemas.admit(&savedRecords, database: call.database)
-        for (index, record) in zip(saved, savedRecords) { records[index] = record }
+        for (index, record) in zip(saved, savedRecords) { pending[index].record = record }
+        try await applySharing(&pending, zone: zoneID, in: call.database)
 
         var operations: [RecordOperation] = []
-        for (index, record) in records.enumerated() {
-            let operation = RecordOperation(type: types[index], record: record)
-            let path = paths[index]
+        for item in pending {
+            let operation = RecordOperation(type: item.type, record: item.record)
             guard operation.fieldsJSON.utf8.count <= ProtocolLimits.maxRecordBytes else {
                 throw CloudKitError.badRequest(
-                    "record '\(record.recordName)' is \(operation.fieldsJSON.utf8.count) bytes; the limit is 1 MB per record")
+                    "record '\(item.record.recordName)' is \(operation.fieldsJSON.utf8.count) bytes; the limit is 1 MB per record")
             }
             operations.append(operation)
-            if let user = try await prepareUserRecordWrite(operation, path: path, zone: zoneID.zoneName, call) {
+            if let user = try await prepareUserRecordWrite(operation, path: item.path, zone: zoneID.zoneName, call) {
                 userRecords.append(user)
             }
         }
@@ -81,10 +80,10 @@ extension CloudKitAPI {
         if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
 
         var items: [JSON] = []
-        for (index, result) in outcome.results.enumerated() {
+        for (index, result) in outcome.results.enumerated() where !pending[index].implied {
             switch result {
             case .saved(let stored):
-                items.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keysPerOperation[index]))
+                items.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: pending[index].desiredKeys))
             case .deleted(let name):
                 items.append(
                     .object([
@@ -200,7 +199,9 @@ extension CloudKitAPI {
             written = try await store.writtenRecordChanges(
                 zone: zoneID.zoneName, since: token, limit: limit, zoneClosing: call.zoneClosing(zoneID.zoneName),
                 in: call.database)
-            if let page = written, Self.mayHoldAsset(page.recordsJSON) { written = nil }
+            if let page = written, Self.mayHoldAsset(page.recordsJSON) || SystemFields.mentioned(in: page.recordsJSON) {
+                written = nil
+            }
         }
         if let written {
             records = .rawUTF8(written.recordsJSON)
