@@ -30,6 +30,7 @@ enum SyncPlanner {
             guard let copy else {
                 var record = Nimbus.Record(recordType: change.recordType, recordID: id)
                 for (key, value) in change.fields { record.setFieldValue(value, forKey: key) }
+                record.parent = change.parent.map { Reference(recordName: $0) }
                 return .save(record)
             }
             // Only the changed keys are sent, checked against the copy's change tag.
@@ -37,6 +38,9 @@ enum SyncPlanner {
             for (key, value) in copy.fields { record.setFieldValue(value, forKey: key) }
             record.clearChangedKeys()
             for key in change.changedKeys { record.setFieldValue(change.fields[key], forKey: key) }
+            // A save without a parent keeps the server's (apps that never heard of parents
+            // must not take records out of a shared hierarchy by editing them).
+            if let parent = change.parent, record.parent?.recordName != parent { record.parent = Reference(recordName: parent) }
             return .save(record)
         }
     }
@@ -269,6 +273,7 @@ extension LocalRecord {
     init(_ record: Nimbus.Record, fields: [String: FieldValue]? = nil, isPending: Bool = false) {
         self.init(
             zoneName: record.id.zoneID.localZoneName, recordName: record.id.recordName, recordType: record.recordType,
-            fields: fields ?? record.fieldDictionary, serverChangeTag: record.recordChangeTag, isPending: isPending)
+            fields: fields ?? record.fieldDictionary, serverChangeTag: record.recordChangeTag, isPending: isPending,
+            parent: record.parent?.recordName)
     }
 }

@@ -29,7 +29,7 @@ public struct Outbox {
         }
         try upsert(
             zone: record.zoneName, name: record.recordName, kind: .save, type: record.recordType,
-            fields: record.fields, changedKeys: changed)
+            fields: record.fields, changedKeys: changed, parent: record.parent)
     }
 
     /// Queues a deletion.
@@ -50,21 +50,22 @@ public struct Outbox {
 
     func upsert(
         zone: String, name: String, kind: PendingChange.Kind, type: String, fields: [String: FieldValue],
-        changedKeys: Set<String>, baseTag: String? = nil
+        changedKeys: Set<String>, baseTag: String? = nil, parent: String? = nil
     ) throws {
         changes.insert(zone: zone, name: name)
         let keysJSON = Self.keysJSON(changedKeys)
         try db.execute(
             sql: """
-                INSERT INTO nimbus_outbox (zone, name, kind, type, fields, changed_keys, base_tag, revision, enqueued_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+                INSERT INTO nimbus_outbox (zone, name, kind, type, fields, changed_keys, base_tag, revision, enqueued_at, parent)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
                 ON CONFLICT(zone, name) DO UPDATE SET
                     kind = excluded.kind, type = excluded.type, fields = excluded.fields,
-                    changed_keys = excluded.changed_keys, base_tag = excluded.base_tag, revision = revision + 1
+                    changed_keys = excluded.changed_keys, base_tag = excluded.base_tag, revision = revision + 1,
+                    parent = excluded.parent
                 """,
             arguments: [
                 zone, name, kind.rawValue, type, fields.jsonText, keysJSON, baseTag,
-                Int64(now().timeIntervalSince1970 * 1000),
+                Int64(now().timeIntervalSince1970 * 1000), parent,
             ])
     }
 

@@ -261,13 +261,13 @@ struct StoreTransaction {
     private func putCopy(_ record: Nimbus.Record, confirmed: Bool) throws {
         try db.cachedStatement(
             sql: """
-                INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system, unconfirmed)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system, unconfirmed, parent)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [
                 record.id.zoneID.localZoneName, record.id.recordName, record.recordType, record.recordChangeTag ?? "",
-                record.fieldDictionary.jsonText, record.encodeSystemFields(), !confirmed,
+                record.fieldDictionary.jsonText, record.encodeSystemFields(), !confirmed, record.parent?.recordName,
             ])
     }
 
@@ -322,7 +322,7 @@ extension Outbox {
             zoneName: row["zone"], recordName: row["name"],
             kind: PendingChange.Kind(rawValue: row["kind"]) ?? .save, recordType: row["type"],
             fields: try [String: FieldValue](jsonText: row["fields"]), changedKeys: Set(keys),
-            baseChangeTag: row["base_tag"], revision: row["revision"])
+            baseChangeTag: row["base_tag"], revision: row["revision"], parent: row["parent"])
     }
 
     static func keysJSON(_ keys: Set<String>) -> String {
