@@ -10,7 +10,7 @@ extension Share {
     ///
     /// ```swift
     /// let metadata = try await container.shareMetadata(for: url)
-    /// print("\(metadata.share.title ?? "A share") from \(metadata.ownerIdentity.givenName ?? "someone")")
+    /// print("\(metadata.share.title ?? "A share") from \(metadata.ownerIdentity.nameComponents?.givenName ?? "someone")")
     /// if metadata.participantStatus != .accepted {
     ///     try await container.accept(metadata)
     /// }
@@ -67,7 +67,9 @@ extension Share.Metadata {
         self.rootRecord = try json["rootRecord"].map { json throws(NimbusError) in
             try Database.record(from: json, zoneID: zoneID)
         }
-        self.ownerIdentity = json["ownerIdentity"].map(Share.UserIdentity.init(wire:)) ?? Share.UserIdentity()
+        self.ownerIdentity =
+            json["ownerIdentity"].map(UserIdentity.init(shareWire:))
+            ?? UserIdentity(userRecordID: nil, lookupInfo: nil, nameComponents: nil)
         self.participantRole = json["participantType"]?.string.map { Share.Participant.Role(rawValue: $0) ?? .unknown }
             ?? .unknown
         self.participantStatus =

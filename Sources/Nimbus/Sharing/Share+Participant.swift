@@ -43,7 +43,8 @@ extension Share {
             case unknown = "UNKNOWN"
         }
 
-        /// Who the participant is.
+        /// Who the participant is: their ``UserIdentity/userRecordID`` once known, and (in the
+        /// owner's view only) the ``UserIdentity/lookupInfo`` email they were invited by.
         public var userIdentity: UserIdentity
         public var permission: Permission
         public internal(set) var acceptanceStatus: AcceptanceStatus
@@ -54,7 +55,9 @@ extension Share {
         /// A participant named by user record name.
         public init(userRecordName: String, permission: Permission = .readOnly) {
             self.init(
-                userIdentity: UserIdentity(userRecordName: userRecordName), permission: permission,
+                userIdentity: UserIdentity(
+                    userRecordID: Record.ID(recordName: userRecordName), lookupInfo: nil, nameComponents: nil),
+                permission: permission,
                 acceptanceStatus: .pending, role: .privateUser, participantID: nil)
         }
 
@@ -62,7 +65,10 @@ extension Share {
         /// with that email address (the owner is not told whether such a user exists).
         public init(emailAddress: String, permission: Permission = .readOnly) {
             self.init(
-                userIdentity: UserIdentity(emailAddress: emailAddress), permission: permission,
+                userIdentity: UserIdentity(
+                    userRecordID: nil, lookupInfo: UserIdentity.LookupInfo(emailAddress: emailAddress),
+                    nameComponents: nil),
+                permission: permission,
                 acceptanceStatus: .pending, role: .privateUser, participantID: nil)
         }
 
@@ -80,34 +86,15 @@ extension Share {
         /// Whether both name the same person: same participant ID, user record name or email.
         func isSamePerson(as other: Participant) -> Bool {
             if let a = participantID, let b = other.participantID { return a == b }
-            if let a = userIdentity.userRecordName, let b = other.userIdentity.userRecordName, a == b { return true }
-            if let a = userIdentity.emailAddress?.lowercased(), let b = other.userIdentity.emailAddress?.lowercased() {
+            if let a = userIdentity.userRecordID?.recordName, let b = other.userIdentity.userRecordID?.recordName, a == b {
+                return true
+            }
+            if let a = userIdentity.lookupInfo?.emailAddress?.lowercased(),
+                let b = other.userIdentity.lookupInfo?.emailAddress?.lowercased()
+            {
                 return a == b
             }
             return false
-        }
-    }
-
-    /// Who a participant (or a share's owner) is. The SDK's counterpart of
-    /// `CKUserIdentity`.
-    public struct UserIdentity: Sendable, Hashable {
-        /// The user's record name in the container, once known.
-        public var userRecordName: String?
-        /// The email the owner invited them by (only the owner sees it).
-        public var emailAddress: String?
-        /// The user's given name, when they made it discoverable.
-        public var givenName: String?
-        /// The user's family name, when they made it discoverable.
-        public var familyName: String?
-
-        public init(
-            userRecordName: String? = nil, emailAddress: String? = nil, givenName: String? = nil,
-            familyName: String? = nil
-        ) {
-            self.userRecordName = userRecordName
-            self.emailAddress = emailAddress
-            self.givenName = givenName
-            self.familyName = familyName
         }
     }
 }

@@ -95,7 +95,8 @@ extension Share.Participant {
     init?(wire json: JSON) {
         guard json.object != nil else { return nil }
         self.init(
-            userIdentity: json["userIdentity"].map(Share.UserIdentity.init(wire:)) ?? Share.UserIdentity(),
+            userIdentity: json["userIdentity"].map(UserIdentity.init(shareWire:))
+                ?? UserIdentity(userRecordID: nil, lookupInfo: nil, nameComponents: nil),
             permission: json["permission"]?.string.flatMap(Permission.init(rawValue:)) ?? .none,
             acceptanceStatus: json["acceptanceStatus"]?.string.map { AcceptanceStatus(rawValue: $0) ?? .unknown }
                 ?? .pending,
@@ -105,7 +106,7 @@ extension Share.Participant {
 
     var wireJSON: JSON {
         var members: [String: JSON] = [
-            "userIdentity": userIdentity.wireJSON,
+            "userIdentity": userIdentity.shareWireJSON,
             "permission": .string(permission.rawValue),
             "acceptanceStatus": .string(acceptanceStatus.rawValue),
             "type": .string(role.rawValue),
@@ -115,32 +116,40 @@ extension Share.Participant {
     }
 }
 
-extension Share.UserIdentity {
-    init(wire json: JSON) {
+extension UserIdentity {
+    /// A share's `userIdentity` or `ownerIdentity`: `{userRecordName?, lookupInfo?:
+    /// {emailAddress}, nameComponents?: {givenName, familyName}}`.
+    init(shareWire json: JSON) {
+        var components: PersonNameComponents?
+        if let name = json["nameComponents"] {
+            var parts = PersonNameComponents()
+            parts.givenName = name["givenName"]?.string
+            parts.familyName = name["familyName"]?.string
+            components = parts
+        }
         self.init(
-            userRecordName: json["userRecordName"]?.string,
-            emailAddress: json["lookupInfo"]?["emailAddress"]?.string,
-            givenName: json["nameComponents"]?["givenName"]?.string,
-            familyName: json["nameComponents"]?["familyName"]?.string)
+            userRecordID: json["userRecordName"]?.string.map { Record.ID(recordName: $0) },
+            lookupInfo: json["lookupInfo"]?["emailAddress"]?.string.map(LookupInfo.init(emailAddress:)),
+            nameComponents: components)
     }
 
     /// Every member, for a local cache.
-    var wireJSON: JSON {
+    var shareWireJSON: JSON {
         var members = sentMembers
         var name: [String: JSON] = [:]
-        if let givenName { name["givenName"] = .string(givenName) }
-        if let familyName { name["familyName"] = .string(familyName) }
-        if !name.isEmpty { members["nameComponents"] = .object(name) }
+        if let given = nameComponents?.givenName { name["givenName"] = .string(given) }
+        if let family = nameComponents?.familyName { name["familyName"] = .string(family) }
+        if nameComponents != nil { members["nameComponents"] = .object(name) }
         return .object(members)
     }
 
-    /// What names the participant in a save: the record name, or the email to look up.
+    /// What names a participant in a save: the record name, or the email to look up.
     var sentWireJSON: JSON { .object(sentMembers) }
 
     private var sentMembers: [String: JSON] {
         var members: [String: JSON] = [:]
-        if let userRecordName { members["userRecordName"] = .string(userRecordName) }
-        if let emailAddress { members["lookupInfo"] = .object(["emailAddress": .string(emailAddress)]) }
+        if let userRecordID { members["userRecordName"] = .string(userRecordID.recordName) }
+        if let email = lookupInfo?.emailAddress { members["lookupInfo"] = .object(["emailAddress": .string(email)]) }
         return members
     }
 }
