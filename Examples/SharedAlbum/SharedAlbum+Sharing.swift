@@ -35,7 +35,12 @@ extension SharedAlbum {
         }
         for participant in participants { share.addParticipant(participant) }
         if let publicPermission { share.publicPermission = publicPermission }
-        let saved = isNew ? try await database.save(share, rootRecord: root).share : try await database.save(share)
+        let saved: Share
+        if isNew {
+            saved = try await database.save(share, rootRecord: root).share
+        } else {
+            saved = try await database.save(share)
+        }
         try await engine.fetchChanges()
         guard let url = saved.url else { throw NimbusError.init(.serverRejectedRequest, "the saved share has no URL") }
         return url

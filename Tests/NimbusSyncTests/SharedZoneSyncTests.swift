@@ -43,7 +43,7 @@ struct SharedZoneSyncTests {
             ])
             try await engine.start()
             var photo = try #require(try engine.store.record(zone: Self.albums.localZoneName, name: "p1"))
-            photo["caption"] = "Mine now"
+            photo["caption"] = .string("Mine now")
             #expect {
                 try engine.store.write { _, outbox in try outbox.save(photo) }
             } throws: { ($0 as? NimbusError)?.code == .permissionFailure }
@@ -61,7 +61,7 @@ struct SharedZoneSyncTests {
             service.refuseWrites = true
             let events = engine.events()
             var photo = try #require(try engine.store.record(zone: Self.albums.localZoneName, name: "p1"))
-            photo["caption"] = "Mine now"
+            photo["caption"] = .string("Mine now")
             try engine.store.write { _, outbox in try outbox.save(photo) }
             try await engine.sendChanges()
             let sent = try await firstEvent(events) { if case .sent = $0 { true } else { false } }

@@ -96,8 +96,9 @@ struct ShareWireTests {
 
     @Test func resavingASavedShareSendsEveryParticipantButTheOwner() async throws {
         let transport = TestTransport { _ in .json(["records": [Self.shareJSON()]]) }
-        var share = try #require(
-            Share(try await makeContainer(transport).privateCloudDatabase.record(for: Record.ID(recordName: "share-album-1", zoneID: zone))))
+        let fetched = try await makeContainer(transport).privateCloudDatabase
+            .record(for: Record.ID(recordName: "share-album-1", zoneID: zone))
+        var share = try #require(Share(fetched))
         let ann = try #require(share.participants.first { $0.participantID == "p2" })
         share.setPermission(.readWrite, for: ann)
         share.removeParticipant(.init(userRecordName: "_b2"))

@@ -58,7 +58,7 @@ extension Database {
     /// - Throws: ``NimbusError/Code/unknownItem`` when there is none (or the record is not a
     ///   share).
     public func share(for shareID: Record.ID) async throws -> Share {
-        let record = try await record(for: shareID)
+        let record = try await self.record(for: shareID)
         guard let share = Share(record) else {
             throw NimbusError(.unknownItem, "\(shareID) is a \(record.recordType), not a share")
         }

@@ -64,8 +64,10 @@ extension Share.Metadata {
         self.zoneID = zoneID
         self.share = share
         self.rootRecordID = json["rootRecordName"]?.string.map { Record.ID(recordName: $0, zoneID: zoneID) }
-        self.rootRecord = try json["rootRecord"].map { json throws(NimbusError) in
-            try Database.record(from: json, zoneID: zoneID)
+        if let rootJSON = json["rootRecord"], rootJSON != .null {
+            self.rootRecord = try Database.record(from: rootJSON, zoneID: zoneID)
+        } else {
+            self.rootRecord = nil
         }
         self.ownerIdentity =
             json["ownerIdentity"].map(UserIdentity.init(shareWire:))
@@ -76,6 +78,7 @@ extension Share.Metadata {
             json["participantStatus"]?.string.map { Share.Participant.AcceptanceStatus(rawValue: $0) ?? .unknown }
             ?? .unknown
         self.participantPermission =
-            json["participantPermission"]?.string.flatMap(Share.Participant.Permission.init(rawValue:)) ?? .none
+            json["participantPermission"]?.string.flatMap(Share.Participant.Permission.init(rawValue:))
+            ?? Share.Participant.Permission.none
     }
 }

@@ -56,7 +56,9 @@ extension Reference {
 extension Share.State {
     init(wire members: [String: JSON]) {
         self.init()
-        publicPermission = members["publicPermission"]?.string.flatMap(Share.Participant.Permission.init(rawValue:)) ?? .none
+        publicPermission =
+            members["publicPermission"]?.string.flatMap(Share.Participant.Permission.init(rawValue:))
+            ?? Share.Participant.Permission.none
         participants = (members["participants"]?.array ?? []).compactMap(Share.Participant.init(wire:))
         owner = members["owner"].flatMap(Share.Participant.init(wire:))
         currentUserParticipant = members["currentUserParticipant"].flatMap(Share.Participant.init(wire:))
@@ -97,7 +99,7 @@ extension Share.Participant {
         self.init(
             userIdentity: json["userIdentity"].map(UserIdentity.init(shareWire:))
                 ?? UserIdentity(userRecordID: nil, lookupInfo: nil, nameComponents: nil),
-            permission: json["permission"]?.string.flatMap(Permission.init(rawValue:)) ?? .none,
+            permission: json["permission"]?.string.flatMap(Permission.init(rawValue:)) ?? Permission.none,
             acceptanceStatus: json["acceptanceStatus"]?.string.map { AcceptanceStatus(rawValue: $0) ?? .unknown }
                 ?? .pending,
             role: json["type"]?.string.map { Role(rawValue: $0) ?? .unknown } ?? .privateUser,

@@ -118,8 +118,8 @@ public struct DatabaseSyncService: SyncService {
     ) {
         // A batch holds one zone's changes: the zone decides the database.
         let zoneID = saving.first?.id.zoneID ?? deleting.keys.first?.zoneID
-        let database = zoneID?.isSharedZone == true ? database.container.sharedCloudDatabase : database
-        return try await database.modifyRecords(
+        let target = zoneID?.isSharedZone == true ? database.container.sharedCloudDatabase : database
+        return try await target.modifyRecords(
             saving: saving, deleting: Array(deleting.keys), savePolicy: .ifServerRecordUnchanged, atomically: false,
             deleteChangeTags: deleting)
     }
