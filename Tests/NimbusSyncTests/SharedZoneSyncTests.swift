@@ -15,10 +15,16 @@ struct SharedZoneSyncTests {
     @Test func aZoneSharedWithTheUserArrivesAndLeavesWithoutARelaunch() async throws {
         try await withEngine { engine, service in
             let events = engine.events()
+            let shareEvents = engine.events()
             service.shareZone(Self.albums, records: [
                 try Self.share(permission: .readWrite), try Self.photo("p1", caption: "Beach"),
             ])
             try await engine.start()
+            let changed = try await firstEvent(shareEvents) { if case .shareChanged = $0 { true } else { false } }
+            if case .shareChanged(let share) = changed {
+                #expect(share.isZoneWide)
+                #expect(share.currentUserParticipant?.permission == .readWrite)
+            }
             let accepted = try await firstEvent(events) { if case .shareAccepted = $0 { true } else { false } }
             guard case .shareAccepted(let zoneID) = accepted else { return }
             #expect(zoneID == Self.albums)
