@@ -14,6 +14,9 @@ struct RequestIdentity: Sendable {
     var deviceID: String?
     /// The session of the web auth token, if the user came with one.
     var sessionID: String? = nil
+    /// Set while serving the `shared` database: the owner whose zone the caller reaches
+    /// through a share (``database`` is then that owner's private database).
+    var sharedOwner: String? = nil
 
     var isAdmin: Bool { serverKeyID != nil }
 
@@ -27,6 +30,9 @@ struct RequestIdentity: Sendable {
     /// The database: the user's own private database (never another's, whatever the request
     /// says), or the container environment's public database.
     var database: DatabaseKey {
+        if let sharedOwner {
+            return DatabaseKey(container: container, environment: environment, scope: .private, owner: sharedOwner)
+        }
         let owner = scope == .public ? DatabaseKey.publicOwner : (user?.recordName ?? "")
         return DatabaseKey(container: container, environment: environment, scope: scope, owner: owner)
     }

@@ -22,6 +22,14 @@ struct APICall: Sendable {
 
     var database: DatabaseKey { identity.database }
 
+    /// This call as it reaches `owner`'s private database through a share: the same caller,
+    /// the owner's database and zone IDs.
+    func actingInSharedZone(of owner: String) -> APICall {
+        var call = self
+        call.identity.sharedOwner = owner
+        return call
+    }
+
     /// The request's `zoneID`, the default zone when absent, checked against the caller.
     func zoneID(_ key: String = "zoneID", in reader: WireReader? = nil) throws(CloudKitError) -> ZoneID {
         let reader = reader ?? body

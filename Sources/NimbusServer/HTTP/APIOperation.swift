@@ -8,6 +8,10 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case recordsLookup = "records/lookup"
     case recordsChanges = "records/changes"
     case recordsQuery = "records/query"
+    /// Share metadata by short GUID (`shortGUIDs: [{value}]`), before accepting.
+    case recordsResolve = "records/resolve"
+    /// Accepts shares by short GUID, for the signed-in user.
+    case recordsAccept = "records/accept"
     case zonesList = "zones/list"
     case zonesLookup = "zones/lookup"
     case zonesModify = "zones/modify"

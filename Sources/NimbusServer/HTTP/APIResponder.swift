@@ -75,11 +75,6 @@ struct APIResponder: Sendable {
             throw CloudKitError(
                 .badRequest, "\(operationPath) takes \(operation.methods.joined(separator: " or ")), not \(request.method.rawValue)")
         }
-        if scope == .shared {
-            throw CloudKitError(
-                .badRequest, "the shared database is not available: record sharing is not implemented by this server yet")
-        }
-
         // Refused before anything is read or looked up: a body announced larger than the operation takes.
         let limit = min(operation.maxBodyBytes, maxBodyBytes)
         if let announced = request.headers[.contentLength].flatMap({ Int($0) }), announced > limit {

@@ -31,8 +31,13 @@ struct CloudKitAPI: Sendable {
     /// Makes share short GUIDs and participant IDs (secure random; injected by tests).
     var shareIDs: @Sendable () -> String = ShareIDs.random
 
-    func handle(_ call: APICall) async throws -> JSON {
+    func handle(_ call: APICall, sharedResolved: Bool = false) async throws -> JSON {
+        if call.identity.scope == .shared, call.identity.sharedOwner == nil, !sharedResolved {
+            return try await handleShared(call)
+        }
         switch call.operation {
+        case .recordsResolve: return try await resolveShares(call)
+        case .recordsAccept: return try await acceptShares(call)
         case .recordsModify: return try await modifyRecords(call)
         case .recordsLookup: return try await lookupRecords(call)
         case .recordsChanges: return try await recordChanges(call)

@@ -23,7 +23,7 @@ extension CloudKitAPI {
             return policy
         }
         var policy = WritePolicy(creatorOnlyWrites: false, now: now())
-        if call.identity.scope == .private { policy.quotaBytes = userQuotaBytes }
+        if call.database.scope == .private { policy.quotaBytes = userQuotaBytes }
         return policy
     }
 

@@ -8,11 +8,11 @@ extension CloudKitAPI {
     ///
     /// The query is checked against the container environment's schema (in development the
     /// indexes it needs are created on first use) and run by ``QueryExecutor``.
-    func queryRecords(_ call: APICall) async throws -> JSON {
+    func queryRecords(_ call: APICall, shared: SharedZoneAccess? = nil) async throws -> JSON {
         let queryWire = try call.body.required("query")
         let query = try RecordQuery(wire: queryWire)
         try NameRules.check(query, at: queryWire.path)
-        let zoneWide = try call.body.optionalBool("zoneWide") ?? false
+        let zoneWide = shared == nil ? try call.body.optionalBool("zoneWide") ?? false : false
         let zoneID = zoneWide ? nil : try call.zoneID()
         let limit = try call.resultsLimit()
         let keys = try call.desiredKeys()
@@ -30,6 +30,11 @@ extension CloudKitAPI {
             // Only creators read this type: the caller's own records (a page may come back
             // short; its continuationMarker still goes on from where the scan stopped).
             page.hits.removeAll { $0.record.created.userRecordName != me }
+        }
+        if let shared, let zoneID {
+            // Only the records shared with the caller (a page may come back short, as above).
+            let visible = Set(try await readable(page.hits.map(\.record), access: shared, zone: zoneID.zoneName, call).map(\.recordName))
+            page.hits.removeAll { !visible.contains($0.record.recordName) }
         }
 
         let records: JSON

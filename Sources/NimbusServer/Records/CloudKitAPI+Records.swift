@@ -4,7 +4,7 @@ import NimbusStore
 extension CloudKitAPI {
     /// `records/modify`: validates the whole request first (so bad input never half-writes),
     /// then applies it to one zone in one transaction.
-    func modifyRecords(_ call: APICall) async throws -> JSON {
+    func modifyRecords(_ call: APICall, shared: SharedZoneAccess? = nil) async throws -> JSON {
         guard let caller = call.identity.caller else {
             throw CloudKitError(
                 .authenticationRequired, "writing needs a signed-in user (ckWebAuthToken) or a server-to-server key")
@@ -43,11 +43,16 @@ extension CloudKitAPI {
                 }
                 record.recordName = UUID().uuidString
             }
-            try NameRules.check(record, at: recordReader.path)
+            var named = record
+            if sharing.isShare { named.recordType = "" }  // CloudKit's own type, not an identifier
+            try NameRules.check(named, at: recordReader.path)
             pending.append(
                 PendingRecordOperation(
                     type: type, record: record, path: recordReader.path,
                     desiredKeys: try call.desiredKeys(in: reader) ?? defaultKeys, sharing: sharing))
+        }
+        if let shared {
+            try await checkSharedWrites(pending, access: shared, zone: zoneID.zoneName, in: call.database)
         }
         // The schema: in development new types and fields join it, in production they are
         // refused. Shares are CloudKit's own type, outside every schema.

@@ -81,6 +81,12 @@ extension CloudKitAPI {
                 let state = ShareState.saved(
                     previous: previousState, owner: database.owner, publicPermission: parts.publicPermission,
                     invitations: parts.invitations, newID: shareIDs)
+                if previousState == nil {
+                    // Findable by its short GUID before it exists (an entry without a share grants nothing).
+                    try await shareIndex.register(
+                        shortGUID: state.shortGUID, ShareLocation(owner: database.owner, zone: zone.zoneName, share: name),
+                        container: database.container, environment: database.environment)
+                }
                 op.record.fields.merge(parts.shareFields) { _, new in new }
                 op.record.fields[SystemFields.shareState] = .string(state.storedText)
                 if let root {

@@ -101,8 +101,10 @@ struct RecordSharingParts: Sendable {
                 }
                 self.invitations = invitations
             }
-        } else if try reader.optional("participants") ?? reader.optional("publicPermission") != nil {
-            throw .badRequest("'\(reader.path)': participants and publicPermission belong to share records (recordType cloudkit.share)")
+        } else {
+            let participants = try reader.optional("participants")
+            let permission = try reader.optional("publicPermission")
+            guard participants == nil, permission == nil else { throw .badRequest("'\(reader.path)': participants and publicPermission belong to share records (recordType cloudkit.share)") }
         }
     }
 

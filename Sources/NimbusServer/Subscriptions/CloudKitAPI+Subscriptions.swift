@@ -33,6 +33,7 @@ extension CloudKitAPI {
             }
         }
         let results = try await notifications.modifySubscriptions(operations, owner: owner, in: call.database)
+        if call.identity.scope == .shared { try await syncSharedSubscriptions(of: owner, call.identity) }
         return .object([
             "subscriptions": .array(
                 results.map { result in
@@ -97,6 +98,11 @@ extension CloudKitAPI {
         _ subscription: SubscriptionDefinition, reader: WireReader, access: PublicAccess?, _ call: APICall
     ) throws(CloudKitError) {
         try NameRules.checkName(subscription.subscriptionID, at: "\(reader.path).subscriptionID")
+        if call.identity.scope == .shared, subscription.typeName != "database" {
+            throw CloudKitError.badRequest(
+                "'\(reader.path)': the shared database takes database subscriptions only (as in CloudKit); "
+                    + "a database subscription fires for every zone shared with you")
+        }
         if let zoneReader = try reader.optional("zoneID") { _ = try call.requestZoneID(zoneReader) }
         switch subscription.kind {
         case .query(let query, _, _, _):

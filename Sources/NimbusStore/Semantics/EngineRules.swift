@@ -218,6 +218,12 @@ extension StoredNotification {
         draft: NotificationDraft, database key: DatabaseKey, caller: Caller?, sequence: Int64, unreadBadges: Int,
         now: Int64
     ) {
+        var key = key
+        var draft = draft
+        if SharedSubscriptionCopy.isCopy(draft, in: key) {
+            draft = SharedSubscriptionCopy.participantDraft(draft)
+            key.scope = .shared
+        }
         let recipient = NotificationRecipient(
             container: key.container, environment: key.environment, userRecordName: draft.subscription.owner)
         let notificationID = UUID().uuidString.lowercased()
