@@ -173,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "shared-album",
             dependencies: [
-                "SharedAlbum", "Nimbus",
+                "SharedAlbum", "Nimbus", "NimbusSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/shared-album",

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Nimbus
+import NimbusSync
 import SharedAlbum
 
 /// `shared-album`: a photo album two users share through Nimbus, one device per directory.
@@ -200,9 +201,9 @@ extension SharedAlbumCommand {
             try printAlbums(app)
             for await event in events {
                 switch event {
-                case .shareAccepted(let zoneID): print("— an album of \(zoneID.ownerRecordName ?? "?") is shared with you")
-                case .shareRevoked(let zoneID): print("— \(zoneID.ownerRecordName ?? "?") no longer shares an album with you")
-                case .fetched, .sent: try printAlbums(app)
+                case .shareAccepted(zoneID: let zoneID): print("— an album of \(zoneID.ownerRecordName ?? "?") is shared with you")
+                case .shareRevoked(zoneID: let zoneID): print("— \(zoneID.ownerRecordName ?? "?") no longer shares an album with you")
+                case .fetched(_, _, _), .sent(_, _, _): try printAlbums(app)
                 default: continue
                 }
             }

@@ -26,7 +26,7 @@ struct SharedZoneSyncTests {
                 #expect(share.currentUserParticipant?.permission == .readWrite)
             }
             let accepted = try await firstEvent(events) { if case .shareAccepted = $0 { true } else { false } }
-            guard case .shareAccepted(let zoneID) = accepted else { return }
+            guard case .shareAccepted(zoneID: let zoneID) = accepted else { return }
             #expect(zoneID == Self.albums)
             let photos = try engine.store.records(inZone: Self.albums.localZoneName).filter { $0.recordType == "Photo" }
             #expect(photos.map(\.recordName) == ["p1"])
@@ -37,7 +37,7 @@ struct SharedZoneSyncTests {
             let revoked = engine.events()
             service.endShare(Self.albums)
             try await engine.fetchChanges()
-            _ = try await firstEvent(revoked) { if case .shareRevoked(Self.albums) = $0 { true } else { false } }
+            _ = try await firstEvent(revoked) { if case .shareRevoked(zoneID: Self.albums) = $0 { true } else { false } }
             #expect(try engine.store.records(inZone: Self.albums.localZoneName).isEmpty)
         }
     }

@@ -148,8 +148,9 @@ struct ShareWireTests {
             members["parent"] = ["recordName": "album-1", "action": "NONE"]
             photo = .object(members)
         }
+        let photoJSON = photo
         let transport = TestTransport { _ in
-            .json(["records": [photo, Self.albumJSON(), Self.shareJSON()], "syncToken": "t", "moreComing": false])
+            .json(["records": [photoJSON, Self.albumJSON(), Self.shareJSON()], "syncToken": "t", "moreComing": false])
         }
         let page = try await makeContainer(transport).privateCloudDatabase.recordZoneChanges(inZoneWith: zone, since: nil)
         let records = Dictionary(uniqueKeysWithValues: page.modifications.map { ($0.id.recordName, $0) })
