@@ -85,17 +85,18 @@ extension PostgresStore {
                     scope, zone, zone_owner, record_name, reason, origin_user, origin_device, payload, is_read, badges,
                     created_at)
                 SELECT \(key.container), \(key.environment.rawValue), t.recipient, t.seq, t.seq, t.id, t.subscription,
-                    t.kind, \(key.scope.rawValue), t.zone, t.zone_owner, t.record_name, t.reason, \(caller?.userRecordName),
+                    t.kind, t.scope, t.zone, t.zone_owner, t.record_name, t.reason, \(caller?.userRecordName),
                     \(caller?.deviceID), t.payload, false, t.badges, \(now)
                 FROM unnest(
                     \(notifications.map(\.recipient.userRecordName))::text[], \(notifications.map(\.sequence))::int8[],
                     \(notifications.map(\.notificationID))::text[], \(notifications.map(\.subscriptionID))::text[],
-                    \(notifications.map(\.kind.rawValue))::text[], \(NullableArray(notifications.map(\.zoneName)))::text[],
+                    \(notifications.map(\.kind.rawValue))::text[], \(notifications.map(\.scope.rawValue))::text[],
+                    \(NullableArray(notifications.map(\.zoneName)))::text[],
                     \(NullableArray(notifications.map(\.zoneOwner)))::text[],
                     \(NullableArray(notifications.map(\.recordName)))::text[],
                     \(NullableArray(notifications.map { $0.reason.map { Int32($0.rawValue) } }))::int4[],
                     \(notifications.map(\.payload))::text[], \(notifications.map(\.badges))::bool[]
-                ) AS t(recipient, seq, id, subscription, kind, zone, zone_owner, record_name, reason, payload, badges))
+                ) AS t(recipient, seq, id, subscription, kind, scope, zone, zone_owner, record_name, reason, payload, badges))
             SELECT pg_notify(\(channel), message) FROM unnest(\(messages)::text[]) AS message
             """)
         return notifications

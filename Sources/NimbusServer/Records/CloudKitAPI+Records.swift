@@ -83,6 +83,7 @@ extension CloudKitAPI {
         let outcome = try await store.modifyRecords(
             operations, zone: zoneID.zoneName, atomic: atomic, policy: policy, caller: caller, in: call.database)
         if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
+        await endParticipations(pending, results: outcome.results, call.identity)
 
         var items: [JSON] = []
         for (index, result) in outcome.results.enumerated() where !pending[index].implied {

@@ -34,6 +34,7 @@ extension CloudKitAPI {
                 case .saved(let stored)?:
                     found.record = stored
                     found.state = accepted
+                    try await syncSharedSubscriptions(of: user.recordName, call.identity)
                     return try await shareInfo(found, request: request, call)
                 case .failed(let error)? where error.code == .conflict:
                     // Someone else changed the share meanwhile: read it again and retry.

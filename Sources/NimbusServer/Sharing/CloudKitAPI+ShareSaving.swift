@@ -10,6 +10,10 @@ struct PendingRecordOperation: Sendable {
     var sharing: RecordSharingParts?
     /// Added by the server (a root whose share is deleted): not answered to the client.
     var implied = false
+    /// Users this operation takes out of a share (removed participants, or all of a deleted
+    /// share's): their index entries and subscription copies go once it is saved.
+    var endsParticipation: [String] = []
+    var shareLocation: ShareLocation? = nil
 }
 
 extension CloudKitAPI {
@@ -48,10 +52,14 @@ extension CloudKitAPI {
             let name = op.record.recordName
             if op.type.isDelete {
                 // Deleting a share ends it: its root no longer names it.
-                if let share = existing[name], share.recordType == SystemFields.shareType,
-                    let root = share.fields()[SystemFields.root]?.referenceValue?.recordName, !deleted.contains(root)
-                {
-                    implied.append(try await rootWithoutShare(root, zone: zone, in: database))
+                if let share = existing[name], share.recordType == SystemFields.shareType {
+                    let fields = share.fields()
+                    if let root = fields[SystemFields.root]?.referenceValue?.recordName, !deleted.contains(root) {
+                        implied.append(try await rootWithoutShare(root, zone: zone, in: database))
+                    }
+                    let state = fields[SystemFields.shareState]?.stringValue.flatMap(ShareState.init(storedText:))
+                    operations[index].endsParticipation = state?.participants.compactMap(\.userRecordName) ?? []
+                    operations[index].shareLocation = ShareLocation(owner: database.owner, zone: zone.zoneName, share: name)
                 }
                 continue
             }
@@ -81,6 +89,9 @@ extension CloudKitAPI {
                 let state = ShareState.saved(
                     previous: previousState, owner: database.owner, publicPermission: parts.publicPermission,
                     invitations: parts.invitations, newID: shareIDs)
+                let kept = Set(state.participants.compactMap(\.userRecordName))
+                op.endsParticipation = (previousState?.participants ?? []).compactMap(\.userRecordName).filter { !kept.contains($0) }
+                op.shareLocation = ShareLocation(owner: database.owner, zone: zone.zoneName, share: name)
                 if previousState == nil {
                     // Findable by its short GUID before it exists (an entry without a share grants nothing).
                     try await shareIndex.register(
@@ -140,6 +151,20 @@ extension CloudKitAPI {
             operations[index] = op
         }
         operations.append(contentsOf: implied)
+    }
+
+    /// After a modify: forgets the participants its saved or deleted shares let go, and
+    /// drops their subscription copies (best effort: the share record is the authority).
+    func endParticipations(_ operations: [PendingRecordOperation], results: [RecordResult], _ identity: RequestIdentity) async {
+        for (op, result) in zip(operations, results) where !op.endsParticipation.isEmpty {
+            guard let location = op.shareLocation else { continue }
+            if case .failed = result { continue }
+            for user in op.endsParticipation {
+                // Copies first: the sync finds the owner's database through the entry.
+                try? await syncSharedSubscriptions(of: user, identity)
+                await shareIndex.remove(participant: user, location, container: identity.container, environment: identity.environment)
+            }
+        }
     }
 
     /// A locked replace of `root` without its `share` (its share is being deleted).

@@ -171,8 +171,8 @@ extension CloudKitAPI {
         return .object(["records": .array(records)])
     }
 
-    /// The records of `records` the caller may read (tombstones of a zone shared whole, and
-    /// every tombstone of a zone shared by hierarchy: a deleted record's parent is gone).
+    /// The records of `records` the caller may read, tombstones included (a tombstone keeps
+    /// its parent, so a deletion in a shared hierarchy reaches its participants and no other).
     func readable(_ records: [StoredRecord], access: SharedZoneAccess, zone: String, _ acting: APICall) async throws
         -> [StoredRecord]
     {
@@ -181,10 +181,6 @@ extension CloudKitAPI {
         for record in records where !record.deleted { cache[record.recordName] = record }
         var visible: [StoredRecord] = []
         for record in records {
-            if record.deleted {
-                visible.append(record)
-                continue
-            }
             let permission = try await access.permission(of: record) { name in
                 if let known = cache[name] { return known }
                 let found = try await store.lookupRecords([name], zone: zone, in: acting.database).first ?? nil
@@ -220,7 +216,6 @@ extension CloudKitAPI {
                         "zoneID": acting.responseZoneID(zoneID.zoneName).wireJSON,
                     ]))
             }
-            try await syncSharedSubscriptions(of: user.recordName, call.identity)
             return .object(["records": .array(items)])
         }
         return try await modifyRecords(acting, shared: access)
@@ -249,6 +244,8 @@ extension CloudKitAPI {
             }
             break
         }
+        // Copies first: the sync finds the owner's database through the entry.
+        try? await syncSharedSubscriptions(of: user, identity)
         await shareIndex.remove(participant: user, location, container: identity.container, environment: identity.environment)
     }
 

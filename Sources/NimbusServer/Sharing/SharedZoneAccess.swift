@@ -27,7 +27,8 @@ struct SharedZoneAccess: Sendable {
         var current = record
         for _ in 0..<Self.maxDepth {
             if let permission = roots[current.recordName] { return permission }
-            guard !current.deleted, let parent = current.fields()[SystemFields.parent]?.referenceValue?.recordName,
+            // A tombstone keeps its parent (``StoredRecord/tombstoneFieldsJSON(of:)``); ancestors are live records.
+            guard let parent = current.fields()[SystemFields.parent]?.referenceValue?.recordName,
                 let next = try await lookup(parent)
             else { return nil }
             current = next

@@ -12,7 +12,7 @@ import NimbusStore
 /// own members (``APICall/liftingSystemFields(_:)``).
 enum SystemFields {
     /// A record's `parent` (REFERENCE, action NONE).
-    static let parent = "cloudkit.parent"
+    static let parent = StoredRecord.parentField
     /// A root record's `share` (REFERENCE to its share record, action NONE).
     static let share = "cloudkit.share"
     /// A share record's root (REFERENCE, action DELETE_SELF: deleting the root deletes the share).

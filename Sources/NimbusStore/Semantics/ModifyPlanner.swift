@@ -268,7 +268,7 @@ public struct ModifyPlanner: Sendable {
     private mutating func makeTombstone(of existing: StoredRecord) -> StoredRecord {
         var tombstone = existing
         tombstone.deleted = true
-        tombstone.fieldsJSON = "{}"
+        tombstone.fieldsJSON = StoredRecord.tombstoneFieldsJSON(of: existing)
         tombstone.version = takeVersion()
         tombstone.modified = RecordStamp(
             timestamp: policy.now, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
