@@ -125,7 +125,10 @@ struct ShareWireTests {
     }
 
     @Test func parentIsSentWhenSetAndNullWhenRemoved() async throws {
-        let child = serverRecordJSON("photo-1", type: "Photo", tag: "p1")
+        // The server answers with the parent it keeps.
+        guard case .object(var members) = serverRecordJSON("photo-1", type: "Photo", tag: "p1") else { return }
+        members["parent"] = ["recordName": "album-1", "action": "NONE"]
+        let child = JSON.object(members)
         let transport = TestTransport { _ in .json(["records": [child]]) }
         let database = makeContainer(transport).privateCloudDatabase
         var photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "photo-1", zoneID: zone))
@@ -133,12 +136,13 @@ struct ShareWireTests {
         var saved = try await database.save(photo)
         #expect(transport.bodies.last?["operations"]?.array?[0]["record"]?["parent"] == ["recordName": "album-1", "action": "NONE"])
 
+        #expect(saved.parent?.recordName == "album-1")
         saved.parent = nil
         try await database.save(saved)
         #expect(transport.bodies.last?["operations"]?.array?[0]["record"]?["parent"] == .null)
 
-        // Untouched and absent: not sent at all.
-        try await database.save(saved)
+        // Never set: not sent at all.
+        try await database.save(Record(recordType: "Photo", recordID: Record.ID(recordName: "photo-2", zoneID: zone)))
         #expect(transport.bodies.last?["operations"]?.array?[0]["record"]?.object?["parent"] == nil)
     }
 
