@@ -10,11 +10,7 @@ import Testing
 struct SharedAlbumTests {
     @Test func twoUsersShareAnAlbumLiveAcrossThreeDevices() async throws {
         try await AlbumWorld.with { world in
-            let (alice, bob) = (try await world.user("alice"), try await world.user("bob"))
-            let aliceMac = try await world.device("alice-mac", token: alice)
-            let bobPhone = try await world.device("bob-phone", token: bob)
-            let bobLaptop = try await world.device("bob-laptop", token: bob)
-            let bobName = try await bobPhone.app.container.userRecordID().recordName
+            let (aliceMac, bobPhone, bobLaptop, bobName) = try await world.aliceAndBob()
 
             // Alice makes an album with a photo and shares it with Bob, read-write.
             let summer = try aliceMac.app.createAlbum(title: "Summer")
@@ -78,10 +74,7 @@ struct SharedAlbumTests {
 
     @Test func aReadOnlyParticipantSeesButCannotEdit() async throws {
         try await AlbumWorld.with { world in
-            let (alice, bob) = (try await world.user("alice"), try await world.user("bob"))
-            let aliceMac = try await world.device("alice-mac", token: alice)
-            let bobPhone = try await world.device("bob-phone", token: bob)
-            let bobName = try await bobPhone.app.container.userRecordID().recordName
+            let (aliceMac, bobPhone, _, bobName) = try await world.aliceAndBob()
 
             let trip = try aliceMac.app.createAlbum(title: "Trip")
             try aliceMac.app.addPhoto(to: trip, file: try world.picture("hill"), caption: "Hill")
@@ -108,11 +101,7 @@ struct SharedAlbumTests {
 
     @Test func aParticipantWhoLeavesLosesTheAlbumOnEveryDevice() async throws {
         try await AlbumWorld.with { world in
-            let (alice, bob) = (try await world.user("alice"), try await world.user("bob"))
-            let aliceMac = try await world.device("alice-mac", token: alice)
-            let bobPhone = try await world.device("bob-phone", token: bob)
-            let bobLaptop = try await world.device("bob-laptop", token: bob)
-            let bobName = try await bobPhone.app.container.userRecordID().recordName
+            let (aliceMac, bobPhone, bobLaptop, bobName) = try await world.aliceAndBob()
 
             let party = try aliceMac.app.createAlbum(title: "Party")
             let url = try await aliceMac.app.share(party, with: [.init(userRecordName: bobName, permission: .readWrite)])

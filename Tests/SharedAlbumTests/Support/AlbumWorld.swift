@@ -64,6 +64,19 @@ final class AlbumWorld: Sendable {
         return AlbumDeviceUnderTest(app: app, push: try await PushLink.connect(app))
     }
 
+    /// Two users: Alice with her Mac, Bob with his phone and laptop; and Bob's record name
+    /// (what Alice shares with).
+    func aliceAndBob() async throws -> (
+        aliceMac: AlbumDeviceUnderTest, bobPhone: AlbumDeviceUnderTest, bobLaptop: AlbumDeviceUnderTest, bobName: String
+    ) {
+        let (alice, bob) = (try await user("alice"), try await user("bob"))
+        let bobPhone = try await device("bob-phone", token: bob)
+        return (
+            try await device("alice-mac", token: alice), bobPhone, try await device("bob-laptop", token: bob),
+            try await bobPhone.app.container.userRecordID().recordName
+        )
+    }
+
     /// A picture file (bytes that differ per name).
     func picture(_ name: String) throws -> URL {
         let url = URL(fileURLWithPath: directory).appendingPathComponent("\(name).jpg")
