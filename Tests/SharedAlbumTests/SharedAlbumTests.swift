@@ -27,6 +27,12 @@ struct SharedAlbumTests {
             #expect(try bobPhone.app.photos(in: joined).map(\.caption) == ["Beach"])
             try await hearsOfTheAcceptOrFetches(bobLaptop)
             #expect(try bobLaptop.app.albums().contains { $0.title == "Summer" && !$0.isOwned })
+            // Alice's device notices the accept while it runs (her share record changed).
+            try await waitUntil(aliceMac, "Alice sees Bob accepted") { app in
+                try app.album("Summer").participants.contains {
+                    $0.userIdentity.userRecordID?.recordName == bobName && $0.acceptanceStatus == .accepted
+                }
+            }
 
             // The picture's bytes reach Bob.
             let bobsPhoto = try #require(try bobLaptop.app.photos(in: try bobLaptop.app.album("Summer")).first)
