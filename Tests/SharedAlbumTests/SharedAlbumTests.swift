@@ -78,7 +78,7 @@ struct SharedAlbumTests {
         try await device.app.engine.fetchChanges()
     }
 
-    @Test func aReadOnlyParticipantSeesButCannotEdit() async throws {
+    @Test func aReadOnlyParticipantSeesButCannotEditUntilTheOwnerLetsThem() async throws {
         try await AlbumWorld.with { world in
             let (aliceMac, bobPhone, _, bobName) = try await world.aliceAndBob()
 
@@ -101,6 +101,16 @@ struct SharedAlbumTests {
             try await aliceMac.app.engine.sendChanges()
             try await waitUntil(bobPhone, "Alice's caption reached Bob") { app in
                 try app.photo(photo.recordName).caption == "Hill at noon"
+            }
+
+            // Alice lets Bob write: his device notices while it runs, and his caption goes through.
+            try await aliceMac.app.setPermission(
+                .readWrite, for: .init(userRecordName: bobName), in: try aliceMac.app.album("Trip"))
+            try await waitUntil(bobPhone, "Bob may write") { app in try app.album("Trip").canEdit }
+            try bobPhone.app.setCaption("Hill, by Bob", of: try bobPhone.app.photo(photo.recordName))
+            try await bobPhone.app.engine.sendChanges()
+            try await waitUntil(aliceMac, "Bob's caption reached Alice") { app in
+                try app.photo(photo.recordName).caption == "Hill, by Bob"
             }
         }
     }
