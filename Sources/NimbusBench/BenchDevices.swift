@@ -19,9 +19,12 @@ final class DeviceFleet: Sendable {
     private let readers: [DeviceReader]
 
     /// `threads` reader threads (devices are dealt to them in turn); one unless comparing.
-    init(threads: Int = 1) throws {
+    /// - Parameter numberingFrom: when set, a push without a `seq` (a database notification,
+    ///   which carries no record) is numbered by its order on its device, the first one
+    ///   `numberingFrom`: each save pushes once to each device, in order.
+    init(threads: Int = 1, numberingFrom: Int? = nil) throws {
         let tally = tally
-        readers = try (0..<max(1, threads)).map { _ in try DeviceReader(tally: tally) }
+        readers = try (0..<max(1, threads)).map { _ in try DeviceReader(tally: tally, numberingFrom: numberingFrom) }
     }
 
     /// Connects `urls.count` devices, `concurrency` at a time; returns once all are upgraded.
@@ -165,7 +168,10 @@ private final class DeviceReader: Sendable {
         var stopped: CheckedContinuation<[Int: [Arrival]], Never>?
     }
 
-    init(tally: FleetTally) throws {
+    private let numberingFrom: Int?
+
+    init(tally: FleetTally, numberingFrom: Int?) throws {
+        self.numberingFrom = numberingFrom
         let fd = cbench_epoll_create()
         guard fd >= 0 else { throw BenchError("epoll_create1: \(BenchSocket.describe(fd))") }
         epoll = fd
@@ -208,7 +214,7 @@ private final class DeviceReader: Sendable {
                 let fd = ready[index]
                 if devices[fd] == nil {
                     guard shared.withLockedValue({ $0.added.remove(fd) }) != nil else { continue }
-                    devices[fd] = DeviceSocket(fd: fd)
+                    devices[fd] = DeviceSocket(fd: fd, numberingFrom: numberingFrom)
                 }
                 var kernel: Int64 = 0
                 let read = buffer.withUnsafeMutableBufferPointer { cbench_receive(fd, $0.baseAddress, $0.count, &kernel) }
@@ -252,7 +258,13 @@ private struct DeviceSocket {
     /// Bytes of an incomplete head or frame, waiting for the rest.
     var pending: [UInt8] = []
 
-    init(fd: Int32) { self.fd = fd }
+    /// The number of the next push without a `seq` (``DeviceFleet/init(threads:numberingFrom:)``).
+    var nextNumber: Int?
+
+    init(fd: Int32, numberingFrom: Int? = nil) {
+        self.fd = fd
+        self.nextNumber = numberingFrom
+    }
 
     /// What one read brought.
     struct Event {
@@ -303,6 +315,10 @@ private struct DeviceSocket {
             case 0x1:
                 if let seq = Self.seq(in: payload) {
                     arrivals[seq, default: []].append(arrival)
+                    event.pushes += 1
+                } else if let number = nextNumber {
+                    nextNumber = number + 1
+                    arrivals[number, default: []].append(arrival)
                     event.pushes += 1
                 }
             case 0x9:

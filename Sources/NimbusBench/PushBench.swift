@@ -29,7 +29,7 @@ struct PushBenchCommand: AsyncParsableCommand {
     var duration = 10
     @Option(
         name: .long,
-        help: "Who the devices are: 'user' (every device is the saving user's: each save pushes to all) or 'users' (one device per user: each save pushes to one).")
+        help: "Who the devices are: 'user' (every device is the saving user's: each save pushes to all), 'users' (one device per user: each save pushes to one) or 'shared' (the saving user's zone is shared with up to 100 participants, the devices theirs, each subscribed in its shared database: each save pushes to all).")
     var fanout = "user,users"
     @Option(name: .long, help: "Comma-separated numbers of idle authenticated WebSockets for the memory runs.")
     var idle = "1000,10000"
@@ -61,8 +61,8 @@ struct PushBenchCommand: AsyncParsableCommand {
         guard nodes >= 1, nodes == 1 || postgres != nil else {
             throw ValidationError("--nodes above 1 needs --postgres-url (SQLite serves one node)")
         }
-        for mode in fanout.split(separator: ",") where mode != "user" && mode != "users" {
-            throw ValidationError("--fanout takes user and/or users")
+        for mode in fanout.split(separator: ",") where PushFanout(rawValue: String(mode)) == nil {
+            throw ValidationError("--fanout takes user, users and/or shared")
         }
     }
 
@@ -77,7 +77,8 @@ struct PushBenchCommand: AsyncParsableCommand {
             for mode in fanout.split(separator: ",").map(String.init) {
                 for count in Self.list(devices) {
                     let result = try await PushLatencyRun(
-                        devices: count, deviceThreads: deviceThreads, allOneUser: mode == "user", rate: rate, seconds: duration,
+                        devices: count, deviceThreads: deviceThreads, fanout: PushFanout(rawValue: mode) ?? .user, rate: rate,
+                        seconds: duration,
                         setup: ServerProcess.Setup(postgres: postgres, nodes: nodes)
                     ).run()
                     latency.append(result)
@@ -260,8 +261,8 @@ final class ServerProcess: Sendable {
         try? await storage.removeAll(logger: logger)
     }
 
-    func url(_ operation: String, webAuthToken: String) -> String {
-        "\(writeBaseURL)/database/1/\(container)/development/private/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)"
+    func url(_ operation: String, webAuthToken: String, scope: String = "private") -> String {
+        "\(writeBaseURL)/database/1/\(container)/development/\(scope)/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)"
     }
 
     func pushURL(webAuthToken: String, device: String) -> String {
@@ -269,8 +270,10 @@ final class ServerProcess: Sendable {
             + "/push/\(container)/development?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)&deviceID=\(device)"
     }
 
-    func post(_ http: HTTPClient, _ operation: String, webAuthToken: String, device: String, _ body: JSON) async throws -> JSON {
-        var request = HTTPClientRequest(url: url(operation, webAuthToken: webAuthToken))
+    func post(
+        _ http: HTTPClient, _ operation: String, webAuthToken: String, device: String, scope: String = "private", _ body: JSON
+    ) async throws -> JSON {
+        var request = HTTPClientRequest(url: url(operation, webAuthToken: webAuthToken, scope: scope))
         request.method = .POST
         request.headers.add(name: "X-Nimbus-Device-ID", value: device)
         request.body = .bytes(ByteBuffer(bytes: body.serializedBytes()))
@@ -284,9 +287,19 @@ final class ServerProcess: Sendable {
 
 // MARK: - Latency
 
+/// Who a push latency run's devices belong to.
+enum PushFanout: String, Sendable {
+    /// Every device is the saving user's.
+    case user
+    /// One device per user, each user saving in turn.
+    case users
+    /// The saver's zone is shared (zone-wide) with participants who own the devices.
+    case shared
+}
+
 struct PushLatencyResult: Sendable {
     var devices: Int
-    var allOneUser: Bool
+    var fanout: PushFanout
     var saves: Int
     var rate: Int
     var pushes: Int
@@ -313,7 +326,13 @@ struct PushLatencyResult: Sendable {
         return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))]
     }
 
-    var mode: String { allOneUser ? "one user, every save pushes to all devices" : "one device per user, every save pushes to one" }
+    var mode: String {
+        switch fanout {
+        case .user: "one user, every save pushes to all devices"
+        case .users: "one device per user, every save pushes to one"
+        case .shared: "a zone shared with the devices' users, every save pushes to all devices"
+        }
+    }
 
     /// The share of pushes that reached the device before A had read its answer.
     var pushedFirst: Double { afterAnswer.isEmpty ? 0 : Double(afterAnswer.filter { $0 < 0 }.count) / Double(afterAnswer.count) }
@@ -332,7 +351,7 @@ struct PushLatencyResult: Sendable {
     var json: JSON {
         let answer = afterAnswer.map { max(0, $0) }
         return [
-            "storage": .string(storage), "devices": .int(devices), "fanout": .string(allOneUser ? "user" : "users"), "savesPerSecond": .int(rate),
+            "storage": .string(storage), "devices": .int(devices), "fanout": .string(fanout.rawValue), "savesPerSecond": .int(rate),
             "saves": .int(saves), "pushes": .int(pushes), "missing": .int(missing),
             "answerToPushP50Ms": .double(percentile(answer, 0.5)), "answerToPushP99Ms": .double(percentile(answer, 0.99)),
             "answerToPushMaxMs": .double(answer.max() ?? 0), "pushedBeforeAnswer": .double(pushedFirst),
@@ -353,7 +372,8 @@ struct PushLatencyResult: Sendable {
 struct PushLatencyRun {
     var devices: Int
     var deviceThreads: Int
-    var allOneUser: Bool
+    var fanout: PushFanout
+    var allOneUser: Bool { fanout == .user }
     var rate: Int
     var seconds: Int
     var setup: ServerProcess.Setup
@@ -364,36 +384,17 @@ struct PushLatencyRun {
 
     private func run(on server: ServerProcess) async throws -> PushLatencyResult {
         let http = HTTPClient.shared
-        let fleet = try DeviceFleet(threads: deviceThreads)
-
-        // Users: one for all devices, or one per device. Each user subscribes.
-        let userCount = allOneUser ? 1 : devices
-        var users: [(token: String, recordName: String)] = []
-        for index in 0..<userCount { users.append(try await server.user("u\(index)")) }
-        let subscription: JSON = [
-            "operations": [[
-                "operationType": "create",
-                "subscription": [
-                    "subscriptionID": "bench", "subscriptionType": "query", "zoneID": ["zoneName": "Bench"],
-                    "query": ["recordType": "Ping"], "firesOn": ["create"],
-                    "notificationInfo": ["shouldSendContentAvailable": true, "desiredKeys": ["seq"]],
-                ],
-            ]]
-        ]
-        for user in users {
-            _ = try await server.post(
-                http, "zones/modify", webAuthToken: user.token, device: "A",
-                ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Bench"]]]]])
-            _ = try await server.post(http, "subscriptions/modify", webAuthToken: user.token, device: "A", subscription)
-        }
+        let warmUps = 20
+        let fleet = try DeviceFleet(threads: deviceThreads, numberingFrom: fanout == .shared ? -warmUps : nil)
+        let setUp = try await fanout == .shared ? sharedSetup(server, http) : ownSetup(server, http)
         let urls = (0..<devices).map { index in
-            server.pushURL(webAuthToken: users[allOneUser ? 0 : index].token, device: "B\(index)")
+            server.pushURL(webAuthToken: setUp.devices[index % setUp.devices.count].token, device: "B\(index)")
         }
         try await fleet.connect(urls)
+        let users = setUp.savers
 
         // Device A saves on its own thread, one HTTP/1.1 connection, a steady rate after a
         // few warm-up saves whose pushes are not counted.
-        let warmUps = 20
         let saves = rate * seconds
         let targets = try users.map { try BenchEndpoint(server.url("records/modify", webAuthToken: $0.token)).target }
         let writeBase = server.writeBaseURL
@@ -413,7 +414,7 @@ struct PushLatencyRun {
             }
             return timings
         }
-        let perSave = allOneUser ? devices : 1
+        let perSave = fanout == .users ? 1 : devices
         let expected = saves * perSave
         // Missing pushes are counted, not fatal: wait a while for the last, then report.
         try? await fleet.waitForPushes(expected + warmUps * perSave, timeout: .seconds(30))
@@ -444,9 +445,81 @@ struct PushLatencyRun {
             }
         }
         return PushLatencyResult(
-            devices: devices, allOneUser: allOneUser, saves: saves, rate: rate, pushes: pushes,
+            devices: devices, fanout: fanout, saves: saves, rate: rate, pushes: pushes,
             missing: expected - pushes, afterAnswer: afterAnswer, afterAnswerRead: afterAnswerRead, afterRequest: afterRequest,
             requestToAnswer: answers, firstPush: firsts, fanOutSpread: spreads, storage: setup.label)
+    }
+
+    typealias BenchUser = (token: String, recordName: String)
+
+    /// Users saving and subscribed in their own database: one for all devices, or one per device.
+    private func ownSetup(_ server: ServerProcess, _ http: HTTPClient) async throws -> (savers: [BenchUser], devices: [BenchUser]) {
+        let userCount = allOneUser ? 1 : devices
+        var users: [BenchUser] = []
+        for index in 0..<userCount { users.append(try await server.user("u\(index)")) }
+        let subscription: JSON = [
+            "operations": [[
+                "operationType": "create",
+                "subscription": [
+                    "subscriptionID": "bench", "subscriptionType": "query", "zoneID": ["zoneName": "Bench"],
+                    "query": ["recordType": "Ping"], "firesOn": ["create"],
+                    "notificationInfo": ["shouldSendContentAvailable": true, "desiredKeys": ["seq"]],
+                ],
+            ]]
+        ]
+        for user in users {
+            _ = try await server.post(
+                http, "zones/modify", webAuthToken: user.token, device: "A",
+                ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Bench"]]]]])
+            _ = try await server.post(http, "subscriptions/modify", webAuthToken: user.token, device: "A", subscription)
+        }
+        return (users, users)
+    }
+
+    /// One owner saving in a zone shared whole with up to 100 participants (a share's limit),
+    /// each subscribed in their shared database; the devices are dealt to the participants.
+    private func sharedSetup(_ server: ServerProcess, _ http: HTTPClient) async throws -> (savers: [BenchUser], devices: [BenchUser]) {
+        let owner = try await server.user("owner")
+        var participants: [BenchUser] = []
+        for index in 0..<min(devices, 100) { participants.append(try await server.user("p\(index)")) }
+        _ = try await server.post(
+            http, "zones/modify", webAuthToken: owner.token, device: "A",
+            ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Bench"]]]]])
+        let invited: [JSON] = participants.map {
+            ["userIdentity": ["userRecordName": .string($0.recordName)], "permission": "READ_ONLY"]
+        }
+        let saved = try await server.post(
+            http, "records/modify", webAuthToken: owner.token, device: "A",
+            [
+                "zoneID": ["zoneName": "Bench"],
+                "operations": [[
+                    "operationType": "create",
+                    "record": [
+                        "recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share",
+                        "publicPermission": "NONE", "participants": .array(invited),
+                    ],
+                ]],
+            ])
+        guard let guid = saved["records"]?.array?.first?["shortGUID"]?.string else {
+            throw BenchError("saving the share failed: \(saved.serialized().prefix(300))")
+        }
+        let subscription: JSON = [
+            "operations": [[
+                "operationType": "create",
+                "subscription": [
+                    "subscriptionID": "bench", "subscriptionType": "database",
+                    "notificationInfo": ["shouldSendContentAvailable": true],
+                ],
+            ]]
+        ]
+        for participant in participants {
+            _ = try await server.post(
+                http, "records/accept", webAuthToken: participant.token, device: "A", scope: "public",
+                ["shortGUIDs": [["value": .string(guid)]]])
+            _ = try await server.post(
+                http, "subscriptions/modify", webAuthToken: participant.token, device: "A", scope: "shared", subscription)
+        }
+        return ([owner], participants)
     }
 
     /// Saves one `Ping` record carrying `seq`; throws unless the answer is a saved record.

@@ -90,6 +90,7 @@ public final class RunningServer: Sendable {
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
         let router = Routes.build(responder: responder)
         SignInPage.add(to: router, page: SignInPage(accounts: accounts, publicBaseURL: configuration.push.publicBaseURL))
+        ShareLinkPage.add(to: router)
         AssetRoutes.add(
             to: router,
             transfer: AssetTransfer(

@@ -18,7 +18,9 @@ extension APICall {
         if let text = fields.removeValue(forKey: SystemFields.shareState)?.object?["value"]?.string,
             let state = ShareState(storedText: text)
         {
-            members.merge(state.wireMembers(viewer: identity.caller?.userRecordName, origin: origin)) { _, new in new }
+            members.merge(state.wireMembers(
+                    viewer: identity.caller?.userRecordName, origin: origin, container: identity.container,
+                    environment: identity.environment)) { _, new in new }
         }
         members["fields"] = .object(fields)
         return .object(members)

@@ -46,7 +46,7 @@ extension ShareState {
     /// The share's members as `viewer` sees them in a record dictionary: `shortGUID`, `url`,
     /// `publicPermission`, `owner`, `participants` (the owner first) and
     /// `currentUserParticipant`. Emails the owner invited are shown to the owner only.
-    func wireMembers(viewer: String?, origin: String) -> [String: JSON] {
+    func wireMembers(viewer: String?, origin: String, container: String, environment: ContainerEnvironment) -> [String: JSON] {
         let ownerView = viewer == owner
         func json(_ participant: Participant) -> JSON {
             var identity: [String: JSON] = [:]
@@ -66,7 +66,7 @@ extension ShareState {
         let visible = ownerView ? participants : participants.filter { $0.status == .accepted || $0.userRecordName == viewer }
         var members: [String: JSON] = [
             "shortGUID": .string(shortGUID),
-            "url": .string(Self.url(origin: origin, shortGUID: shortGUID)),
+            "url": .string(origin + ShareLinkPage.path(container: container, environment: environment, shortGUID: shortGUID)),
             "publicPermission": .string(publicPermission.rawValue),
             "owner": json(ownerParticipant),
             "participants": .array([json(ownerParticipant)] + visible.map(json)),
@@ -76,9 +76,6 @@ extension ShareState {
         }
         return members
     }
-
-    /// `{origin}/share/{shortGUID}`: the share's URL (Nimbus's addition, as `CKShare.url`).
-    static func url(origin: String, shortGUID: String) -> String { "\(origin)/share/\(shortGUID)" }
 }
 
 extension ShareState.Permission {

@@ -1,3 +1,4 @@
+import NIOHTTP1
 import NimbusProtocol
 import Testing
 
@@ -61,7 +62,12 @@ struct SharingTests {
             let share = lookup.records[2]
             #expect(share["recordType"]?.string == "cloudkit.share")
             #expect(share["shortGUID"]?.string == guid)
-            #expect(share["url"]?.string?.hasSuffix("/share/\(guid)") == true)
+            let url = try #require(share["url"]?.string)
+            #expect(url.hasSuffix("/share/\(TestServer.container)/development/\(guid)"), "\(url)")
+            let page = try await alice.send(url, method: .GET, body: nil, headers: [])
+            #expect(page.status == 200 && page.text.contains(guid) && !page.text.contains("Summer"), "\(page.text)")
+            let link = try await alice.send(url, method: .GET, body: nil, headers: [("Accept", "application/json")])
+            #expect(link["shortGUID"]?.string == guid && link["containerIdentifier"]?.string == TestServer.container)
             #expect(share["publicPermission"]?.string == "NONE")
             #expect(share["owner"]?["type"]?.string == "OWNER")
             #expect(share["currentUserParticipant"]?["type"]?.string == "OWNER")
@@ -227,4 +233,39 @@ struct SharingTests {
 
 enum SharedNames {
     static let zoneShare = "cloudkit.zoneshare"
+}
+
+extension SharingTests {
+    @Test(arguments: Engine.available) func lockedSavesAndAtomicBatchesHoldInSharedZones(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            let bob = try await server.user("bob")
+            let owner = try #require(alice.userRecordName)
+            try await Self.album(alice)
+            _ = try await bob.accept(try await Self.shareAlbum(alice, participants: [(try #require(bob.userRecordName), "READ_WRITE")]))
+            let stale = try await Self.tag(alice, "photo-1")
+            _ = try await alice.modify("Albums", [sharingOp("update", "photo-1", fields: ["caption": "Alice's"], tag: stale)])
+
+            let conflict = try await bob.sharedModify(
+                "Albums", owner: owner, [sharingOp("update", "photo-1", fields: ["caption": "Bob's"], tag: stale)])
+            let item = try #require(conflict.records.first)
+            #expect(item["serverErrorCode"]?.string == "CONFLICT", "\(conflict.text)")
+            #expect(item["serverRecord"]?["fields"]?["caption"]?["value"]?.string == "Alice's")
+            #expect(item["serverRecord"]?["parent"]?["recordName"]?.string == "album", "lifted in the conflict too")
+            #expect(item["serverRecord"]?["fields"]?["cloudkit.parent"] == nil)
+
+            // Atomic: one failing operation writes nothing.
+            let atomic = try await bob.post(
+                "records/modify",
+                [
+                    "zoneID": ["zoneName": "Albums", "ownerRecordName": .string(owner)], "atomic": true,
+                    "operations": [
+                        sharingOp("create", "photo-7", fields: ["caption": "new"], parent: "album"),
+                        sharingOp("update", "photo-2", fields: ["caption": "x"], tag: "stale-tag"),
+                    ],
+                ], scope: "shared")
+            #expect(atomic.records.first?["serverErrorCode"]?.string == "ATOMIC_ERROR", "\(atomic.text)")
+            #expect(try await bob.sharedLookup("Albums", owner: owner, ["photo-7"]).records.first?["serverErrorCode"]?.string == "NOT_FOUND")
+        }
+    }
 }
