@@ -11,7 +11,8 @@ extension Container {
     /// ```
     ///
     /// - Parameters:
-    ///   - url: the share's ``Share/url`` (`{server}/share/{shortGUID}`).
+    ///   - url: the share's ``Share/url`` (`{server}/share/{container}/{environment}/{shortGUID}`;
+    ///     the short GUID is its last path component).
     ///   - shouldFetchRootRecord: include the root record (when the caller may read it).
     /// - Throws: ``NimbusError/Code/unknownItem`` when no share with this URL is open to the
     ///   signed-in user (it does not exist, or it is private and they are not invited).

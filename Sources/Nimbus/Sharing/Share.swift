@@ -113,7 +113,8 @@ public struct Share: Sendable, Hashable, Identifiable {
     /// The share's unguessable short GUID (22 URL-safe characters), made by the server.
     public var shortGUID: String? { state.shortGUID }
 
-    /// The share's URL (`{server}/share/{shortGUID}`): what the owner sends to people, and
+    /// The share's URL (`{server}/share/{container}/{environment}/{shortGUID}`; the short
+    /// GUID is its last path component): what the owner sends to people, and
     /// what ``Container/shareMetadata(for:shouldFetchRootRecord:)`` reads.
     public var url: URL? { state.url }
 
