@@ -55,11 +55,20 @@ struct SharedAlbumTests {
                 try app.photos(in: try app.album("Summer")).map(\.caption).sorted() == ["Beach at dawn", "Dunes"]
             }
 
-            // Alice stops sharing: the album leaves both of Bob's devices, live.
+            // Alice stops sharing: the album leaves both of Bob's devices, live, and the
+            // engine says so.
+            let laptopEvents = bobLaptop.app.engine.events()
             try await aliceMac.app.stopSharing(try aliceMac.app.album("Summer"))
             for device in [bobPhone, bobLaptop] {
                 try await waitUntil(device, "the album left Bob's device") { app in try app.albums().isEmpty }
             }
+            let revoked = try await within(.seconds(10)) { () -> ZoneID? in
+                for await event in laptopEvents {
+                    if case .shareRevoked(let zoneID) = event { return zoneID }
+                }
+                return nil
+            }
+            #expect(revoked??.zoneName == AlbumSchema.zone)
             #expect(try aliceMac.app.photos(in: try aliceMac.app.album("Summer")).count == 2)
         }
     }

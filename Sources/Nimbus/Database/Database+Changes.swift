@@ -8,6 +8,7 @@ public struct RecordZoneChanges: Sendable {
         /// The deleted record's type, when the server sent it.
         public var recordType: String?
 
+        /// A deletion (for test doubles of the server).
         public init(recordID: Record.ID, recordType: String? = nil) {
             self.recordID = recordID
             self.recordType = recordType

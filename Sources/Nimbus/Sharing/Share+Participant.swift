@@ -46,8 +46,12 @@ extension Share {
         /// Who the participant is: their ``UserIdentity/userRecordID`` once known, and (in the
         /// owner's view only) the ``UserIdentity/lookupInfo`` email they were invited by.
         public var userIdentity: UserIdentity
+        /// What the participant may do (change it with ``Share/setPermission(_:for:)``).
         public var permission: Permission
+        /// Whether the participant has accepted (the server's; ``AcceptanceStatus/pending``
+        /// for a participant not saved yet).
         public internal(set) var acceptanceStatus: AcceptanceStatus
+        /// How the participant came to the share (CloudKit JS's `type`).
         public internal(set) var role: Role
         /// The participant's stable ID on the server; `nil` before the share is saved.
         public internal(set) var participantID: String?
