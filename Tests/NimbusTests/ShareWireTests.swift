@@ -207,6 +207,8 @@ struct ShareWireTests {
             transport.bodies.first
                 == ["shortGUIDs": [["value": "mB3xV0abcdefghijklmnop", "shouldFetchRootRecord": true]]])
         #expect(metadata.zoneID == ZoneID(zoneName: "Albums", ownerRecordName: "_a1"))
+        #expect(metadata.environment == .development)
+        #expect(metadata.containerIdentifier == "iCloud.com.example.reader")
         #expect(metadata.share.id.zoneID.ownerRecordName == "_a1")
         #expect(metadata.share.title == "Summer")
         #expect(metadata.rootRecordID?.recordName == "album-1")

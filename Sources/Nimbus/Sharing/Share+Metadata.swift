@@ -20,8 +20,8 @@ extension Share {
         public var shortGUID: String
         /// The container the share belongs to.
         public var containerIdentifier: String
-        /// The container environment (`development` or `production`), when the server said.
-        public var environment: String?
+        /// The container environment, when the server said.
+        public var environment: Container.Environment?
         /// The shared zone, named with its owner: the zone ID to use in the
         /// ``Container/sharedCloudDatabase``.
         public var zoneID: ZoneID
@@ -60,7 +60,7 @@ extension Share.Metadata {
         }
         self.shortGUID = shortGUID
         self.containerIdentifier = json["containerIdentifier"]?.string ?? ""
-        self.environment = json["environment"]?.string
+        self.environment = json["environment"]?.string.flatMap(Container.Environment.init(rawValue:))
         self.zoneID = zoneID
         self.share = share
         self.rootRecordID = json["rootRecordName"]?.string.map { Record.ID(recordName: $0, zoneID: zoneID) }
