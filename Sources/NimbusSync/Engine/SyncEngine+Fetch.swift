@@ -6,21 +6,15 @@ extension SyncEngine {
     /// `changes/database` since the stored token, then `records/changes` for the configured
     /// zones that changed. Tokens are saved in the same transactions as the data they cover.
     func fetchDatabase() async throws {
-        var token = try await store.reading { try $0.databaseToken() }
         let configured = Set(configuration.zones)
         var changed: [String] = []
         var lost: [String] = []
-        while true {
-            let changes: DatabaseChanges
-            do {
-                let since = token
-                changes = try await retrying { try await self.service.databaseChanges(since: since) }
-            } catch let error as NimbusError where error.code == .changeTokenExpired {
-                // Start over: every configured zone is looked at again.
-                token = nil
-                changed = configuration.zones
-                continue
-            }
+        let token = try await readDatabaseChanges(
+            since: try await store.reading { try $0.databaseToken() },
+            { try await self.service.databaseChanges(since: $0) },
+            // Start over: every configured zone is looked at again.
+            restarted: { changed = configuration.zones }
+        ) { changes in
             for zoneID in changes.modifiedZoneIDs where configured.contains(zoneID.zoneName) {
                 if !changed.contains(zoneID.zoneName) { changed.append(zoneID.zoneName) }
             }
@@ -28,8 +22,6 @@ extension SyncEngine {
                 lost.append(zoneID.zoneName)
                 changed.removeAll { $0 == zoneID.zoneName }
             }
-            token = changes.changeToken
-            if !changes.moreComing { break }
         }
         for zone in lost {
             try await handleZoneLoss(zone)
@@ -41,6 +33,30 @@ extension SyncEngine {
         try await store.transaction { try $0.setDatabaseToken(finalToken) }
         if configuration.syncsSharedDatabase { try await fetchSharedDatabase() }
         emit(.stateSaved)
+    }
+
+    /// Every page of a database's zone changes since `token` (`read` asks for one), each
+    /// given to `page`; an expired token starts over from none, after `restarted`. Returns
+    /// the token after the last page.
+    func readDatabaseChanges(
+        since token: ServerChangeToken?, _ read: @escaping @Sendable (ServerChangeToken?) async throws -> DatabaseChanges,
+        restarted: () -> Void, page: (DatabaseChanges) -> Void
+    ) async throws -> ServerChangeToken {
+        var token = token
+        while true {
+            let changes: DatabaseChanges
+            do {
+                let since = token
+                changes = try await retrying { try await read(since) }
+            } catch let error as NimbusError where error.code == .changeTokenExpired {
+                token = nil
+                restarted()
+                continue
+            }
+            page(changes)
+            token = changes.changeToken
+            if !changes.moreComing { return changes.changeToken }
+        }
     }
 
     /// Fetches one zone's changes since its token and applies them page by page. An expired

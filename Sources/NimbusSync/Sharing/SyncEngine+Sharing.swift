@@ -22,26 +22,15 @@ extension SyncEngine {
     /// expired token) lists every zone shared now, so a zone the device holds that it does
     /// not list has ended too.
     func fetchSharedDatabase() async throws {
-        var token = try await store.reading { try $0.state(Key.sharedDatabaseToken) }.flatMap(StoreTransaction.decodeToken)
-        var complete = token == nil
+        let stored = try await store.reading { try $0.state(Key.sharedDatabaseToken) }.flatMap(StoreTransaction.decodeToken)
+        var complete = stored == nil
         var listed: [ZoneID] = []
         var ended: [ZoneID] = []
-        while true {
-            let changes: DatabaseChanges
-            do {
-                let since = token
-                changes = try await retrying { try await self.service.sharedDatabaseChanges(since: since) }
-            } catch let error as NimbusError where error.code == .changeTokenExpired {
-                token = nil
-                complete = true
-                listed = []
-                ended = []
-                continue
-            }
-            let plan = SharedZonePlanner.apply(changes, listed: listed, ended: ended)
-            (listed, ended) = (plan.listed, plan.ended)
-            token = changes.changeToken
-            if !changes.moreComing { break }
+        let token = try await readDatabaseChanges(
+            since: stored, { try await self.service.sharedDatabaseChanges(since: $0) },
+            restarted: { (complete, listed, ended) = (true, [], []) }
+        ) { changes in
+            (listed, ended) = SharedZonePlanner.apply(changes, listed: listed, ended: ended)
         }
         let held = try await store.reading { try $0.sharedZoneNames() }.map(ZoneID.init(localZoneName:))
         let plan = SharedZonePlanner.finish(listed: listed, ended: ended, held: held, complete: complete)
@@ -51,7 +40,7 @@ extension SyncEngine {
             try await fetchZone(zoneID.localZoneName)
             if isNew { emit(.shareAccepted(zoneID: zoneID)) }
         }
-        let finalToken = token.flatMap(StoreTransaction.encodeToken)
+        let finalToken = StoreTransaction.encodeToken(token)
         try await store.transaction { try $0.setState(Key.sharedDatabaseToken, finalToken) }
     }
 
