@@ -162,6 +162,23 @@ let package = Package(
             path: "Examples/reading-list",
             swiftSettings: swiftSettings
         ),
+        // The shared photo album example: two users share albums (the sharing sample the seeds asked for).
+        .target(
+            name: "SharedAlbum",
+            dependencies: ["Nimbus", "NimbusProtocol", "NimbusSync"],
+            path: "Examples/SharedAlbum",
+            swiftSettings: swiftSettings
+        ),
+        // `shared-album`: the album's command line, one device per directory.
+        .executableTarget(
+            name: "shared-album",
+            dependencies: [
+                "SharedAlbum", "Nimbus", "NimbusSync",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/shared-album",
+            swiftSettings: swiftSettings
+        ),
         // An embedded server and Reading List devices: what `nimbus demo` and `nimbus-bench sync` run on.
         .target(
             name: "ReadingListSandbox",
@@ -261,6 +278,15 @@ let package = Package(
             name: "ReadingListTests",
             dependencies: [
                 "ReadingList", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Two users, three devices, a real server: the shared album end to end.
+        .testTarget(
+            name: "SharedAlbumTests",
+            dependencies: [
+                "SharedAlbum", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

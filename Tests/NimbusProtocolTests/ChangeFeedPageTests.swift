@@ -141,3 +141,23 @@ struct ChangeFeedPageTests {
         #expect(read > 100, "some mutations should keep the page readable (read \(read))")
     }
 }
+
+/// Records with sharing members (docs/SHARING.md) take the general way, which hands the SDK
+/// their JSON: `Record` has no place for `parent`, `share` or a share's participants.
+@Suite("Change feed page reader: sharing members")
+struct ChangeFeedPageSharingTests {
+    @Test(arguments: [
+        #""parent":{"recordName":"album-1","action":"NONE"}"#,
+        #""share":{"recordName":"share-1","action":"NONE"}"#,
+        #""participants":[]"#, #""publicPermission":"NONE""#, #""shortGUID":"abc""#,
+    ])
+    func aRecordWithASharingMemberIsLeftToTheGeneralWay(member: String) {
+        let page = #"{"records":[{"recordName":"r","recordType":"T","fields":{},\#(member)}],"syncToken":"t"}"#
+        #expect(ChangeFeedPage.parse(Array(page.utf8)) == nil)
+    }
+
+    @Test func aNullSharingMemberIsNoSharingMember() {
+        let page = #"{"records":[{"recordName":"r","recordType":"T","fields":{},"parent":null,"share":null}],"syncToken":"t"}"#
+        #expect(ChangeFeedPage.parse(Array(page.utf8))?.records.count == 1)
+    }
+}

@@ -150,3 +150,41 @@ struct SyncPlannerTests {
         #expect(copyOnly.actions == [.removeCopy, .enqueueSave(recordType: "Bookmark", fields: ["title": "old"])])
     }
 }
+
+/// A change the server refuses for permission (a read-only participant) is never sent again.
+@Suite("Sync planner: permission")
+struct SyncPlannerPermissionTests {
+    @Test func aRefusedSaveIsQuarantinedAndTheServerCopyShownAgain() throws {
+        let planner = SyncPlannerTests()
+        let copy = try planner.copy(tag: "t1", ["title": "Server"])
+        let pending = planner.pending(.save, ["title": "Mine"], changed: ["title"])
+        let decision = SyncPlanner.saveAnswered(
+            .failure(NimbusError(.permissionFailure, "read-only")), sent: 1, state: LocalState(copy: copy, pending: pending),
+            rules: MergeRules())
+        #expect(decision.actions == [.quarantinePending, .removeOutbox])
+        #expect(decision.send == .failed(NimbusError(.permissionFailure, "read-only")))
+        guard case .saved(let shown)? = decision.visible else {
+            Issue.record("the server's copy is shown again")
+            return
+        }
+        #expect(shown.fields["title"] == .string("Server"))
+    }
+
+    @Test func aRefusedCreationDisappears() {
+        let pending = SyncPlannerTests().pending(.save, ["title": "Mine"], changed: ["title"])
+        let decision = SyncPlanner.saveAnswered(
+            .failure(NimbusError(.permissionFailure, "read-only")), sent: 1, state: LocalState(pending: pending),
+            rules: MergeRules())
+        #expect(decision.visible == .deleted)
+        #expect(decision.actions == [.quarantinePending, .removeOutbox])
+    }
+
+    @Test func aRefusedDeleteIsNotSentAgain() throws {
+        let planner = SyncPlannerTests()
+        let decision = SyncPlanner.deleteAnswered(
+            .failure(NimbusError(.permissionFailure, "read-only")), sent: 1,
+            state: LocalState(copy: try planner.copy(tag: "t1", ["title": "Server"]), pending: planner.pending(.delete, base: "t1")))
+        #expect(decision.actions == [.quarantinePending, .removeOutbox])
+        #expect(decision.send == .failed(NimbusError(.permissionFailure, "read-only")))
+    }
+}

@@ -7,6 +7,12 @@ public struct RecordZoneChanges: Sendable {
         public var recordID: Record.ID
         /// The deleted record's type, when the server sent it.
         public var recordType: String?
+
+        /// A deletion (for test doubles of the server).
+        public init(recordID: Record.ID, recordType: String? = nil) {
+            self.recordID = recordID
+            self.recordType = recordType
+        }
     }
 
     /// The latest state of each record changed since the token.
@@ -16,6 +22,14 @@ public struct RecordZoneChanges: Sendable {
     public var changeToken: ServerChangeToken
     /// More changes wait; fetch again from ``changeToken``.
     public var moreComing: Bool
+
+    /// A page (for test doubles of the server; the SDK decodes the server's answers).
+    public init(modifications: [Record], deletions: [Deletion], changeToken: ServerChangeToken, moreComing: Bool) {
+        self.modifications = modifications
+        self.deletions = deletions
+        self.changeToken = changeToken
+        self.moreComing = moreComing
+    }
 }
 
 /// One page of a database's zone changes since a token.
@@ -28,6 +42,18 @@ public struct DatabaseChanges: Sendable {
     public var purgedZoneIDs: [ZoneID]
     public var changeToken: ServerChangeToken
     public var moreComing: Bool
+
+    /// A page (for test doubles of the server; the SDK decodes the server's answers).
+    public init(
+        modifiedZoneIDs: [ZoneID], deletedZoneIDs: [ZoneID], purgedZoneIDs: [ZoneID], changeToken: ServerChangeToken,
+        moreComing: Bool
+    ) {
+        self.modifiedZoneIDs = modifiedZoneIDs
+        self.deletedZoneIDs = deletedZoneIDs
+        self.purgedZoneIDs = purgedZoneIDs
+        self.changeToken = changeToken
+        self.moreComing = moreComing
+    }
 }
 
 extension Database {

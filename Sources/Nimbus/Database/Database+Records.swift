@@ -204,7 +204,9 @@ extension Database {
     static func record(from json: JSON, zoneID: ZoneID) throws(NimbusError) -> Record {
         if let error = NimbusError(wire: json, zoneID: zoneID) { throw error }
         do throws(CloudKitError) {
-            return Record(wire: try NimbusProtocol.Record(wire: WireReader(json)), zoneID: zoneID)
+            var record = Record(wire: try NimbusProtocol.Record(wire: WireReader(json)), zoneID: zoneID)
+            record.readSharingMembers(from: json)
+            return record
         } catch {
             throw NimbusError.malformedResponse(error.reason)
         }

@@ -76,7 +76,9 @@ extension NimbusError {
             self.clientRecord = clientRecord
             self.ancestorRecord = clientRecord?.ancestorRecord
             if let serverJSON = members["serverRecord"], let wire = try? NimbusProtocol.Record(wire: WireReader(serverJSON)) {
-                self.serverRecord = Record(wire: wire, zoneID: clientRecord?.id.zoneID ?? zone ?? .default)
+                var serverRecord = Record(wire: wire, zoneID: clientRecord?.id.zoneID ?? zone ?? .default)
+                serverRecord.readSharingMembers(from: serverJSON)
+                self.serverRecord = serverRecord
             }
         }
     }

@@ -11,8 +11,8 @@ extension Record {
     /// ``SavePolicy/ifServerRecordUnchanged``: only those fields are sent, checked against
     /// the change tag.
     public func encodeSystemFields() -> Data {
-        // The compact JSON of `{created?, modified?, recordChangeTag?, recordName, recordType,
-        // v: 1, zoneID}` with members in sorted order (what serializing that object gives),
+        // The compact JSON of `{created?, modified?, parent?, recordChangeTag?, recordName,
+        // recordType, share?, shareState?, v: 1, zoneID}` with members in sorted order (what serializing that object gives),
         // written straight to bytes: a sync engine stores one per record it fetches.
         var out: [UInt8] = []
         out.reserveCapacity(160 + id.recordName.utf8.count + recordType.utf8.count)
@@ -30,6 +30,12 @@ extension Record {
                 device: lastModifiedDeviceID, to: &out)
             out.append(UInt8(ascii: ","))
         }
+        let sharing = sharingSystemMembers
+        if let parent = sharing.parent {
+            Self.appendKey("parent", to: &out)
+            parent.write(into: &out)
+            out.append(UInt8(ascii: ","))
+        }
         if let recordChangeTag {
             Self.appendKey("recordChangeTag", to: &out)
             JSON.writeString(recordChangeTag, into: &out)
@@ -40,6 +46,16 @@ extension Record {
         out.append(UInt8(ascii: ","))
         Self.appendKey("recordType", to: &out)
         JSON.writeString(recordType, into: &out)
+        if let share = sharing.share {
+            out.append(UInt8(ascii: ","))
+            Self.appendKey("share", to: &out)
+            share.write(into: &out)
+        }
+        if let shareState = sharing.shareState {
+            out.append(UInt8(ascii: ","))
+            Self.appendKey("shareState", to: &out)
+            shareState.write(into: &out)
+        }
         out.append(contentsOf: #","v":1,"zoneID":{"#.utf8)
         if let owner = id.zoneID.ownerRecordName {
             Self.appendKey("ownerRecordName", to: &out)
@@ -95,6 +111,8 @@ extension Record {
                 throw NimbusError(.invalidArguments, "the system fields data has no record name or type")
             }
             self.init(wire: wire, zoneID: zoneID)
+            readSharingMembers(from: json)
+            if let state = json["shareState"]?.object { shareState = Share.State(wire: state) }
         } catch let error as CloudKitError {
             throw NimbusError(.invalidArguments, "the system fields data is not valid: \(error.reason)")
         }

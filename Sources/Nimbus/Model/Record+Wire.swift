@@ -59,6 +59,7 @@ extension Record {
         ).wireJSON()
         if case .object(var members) = recordJSON {
             members["deleted"] = nil
+            addingSharingMembers(to: &members)
             recordJSON = .object(members)
         }
         var operation: [String: JSON] = ["operationType": .string(operationType), "record": recordJSON]

@@ -33,6 +33,30 @@ public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible 
     /// The device that made the last change (as sent in `X-Nimbus-Device-ID`).
     public internal(set) var lastModifiedDeviceID: String?
 
+    /// The record this one belongs under (CloudKit's `CKRecord.parent`): a record of the same
+    /// zone. A share of a record hierarchy covers its root and every record whose `parent`
+    /// chain reaches the root; no other reference field counts.
+    ///
+    /// ```swift
+    /// var photo = Record(recordType: "Photo", recordID: Record.ID(zoneID: albums))
+    /// photo.parent = Reference(recordID: album.id)   // shared with the album
+    /// ```
+    ///
+    /// Setting `nil` removes the parent on the next save.
+    public var parent: Reference? {
+        didSet { if parent != oldValue { parentChanged = true } }
+    }
+    /// The share this record is the root of (CloudKit's `CKRecord.share`), kept by the server:
+    /// set when a ``Share`` is saved with this record as its root
+    /// (``Database/save(_:rootRecord:)``), cleared when the share is deleted.
+    public internal(set) var share: Reference?
+    /// Whether ``parent`` was set since the last fetch or save (a save then sends it, `null`
+    /// included).
+    var parentChanged = false
+    /// The members only a share record has (participants, permission, short GUID); `nil`
+    /// on other records. Read through ``Share``.
+    var shareState: Share.State?
+
     /// Current field values (`package`: the sync engine stores them without copying key by key).
     package internal(set) var values: [String: FieldValue]
     /// For each key changed since the last fetch or save: its value then (`nil`: absent).
@@ -90,6 +114,7 @@ public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible 
         var ancestor = self
         for (key, original) in originalValues { ancestor.values[key] = original }
         ancestor.originalValues = [:]
+        ancestor.parentChanged = false
         return ancestor
     }
 
@@ -97,11 +122,13 @@ public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible 
     /// as the server's.
     public mutating func clearChangedKeys() {
         originalValues = [:]
+        parentChanged = false
     }
 
     public var description: String {
         let fields = allKeys.map { "\($0)=\(values[$0]!)" }.joined(separator: ", ")
-        return "Record(\(recordType) \(id), tag: \(recordChangeTag ?? "-"), \(fields))"
+        let parentText = parent.map { ", parent: \($0.recordName)" } ?? ""
+        return "Record(\(recordType) \(id), tag: \(recordChangeTag ?? "-")\(parentText), \(fields))"
     }
 }
 

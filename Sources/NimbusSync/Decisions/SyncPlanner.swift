@@ -19,7 +19,7 @@ enum SyncPlanner {
 
     /// What to send for a pending change, built on the server copy it is based on.
     static func outgoing(_ change: PendingChange, copy: ServerCopy?) throws -> Outgoing {
-        let id = Nimbus.Record.ID(recordName: change.recordName, zoneID: ZoneID(zoneName: change.zoneName))
+        let id = Nimbus.Record.ID(recordName: change.recordName, zoneID: ZoneID(localZoneName: change.zoneName))
         switch change.kind {
         case .delete:
             // Locked to the version the user deleted; a delete of a record that never reached
@@ -30,6 +30,7 @@ enum SyncPlanner {
             guard let copy else {
                 var record = Nimbus.Record(recordType: change.recordType, recordID: id)
                 for (key, value) in change.fields { record.setFieldValue(value, forKey: key) }
+                record.parent = change.parent.map { Reference(recordName: $0) }
                 return .save(record)
             }
             // Only the changed keys are sent, checked against the copy's change tag.
@@ -37,6 +38,9 @@ enum SyncPlanner {
             for (key, value) in copy.fields { record.setFieldValue(value, forKey: key) }
             record.clearChangedKeys()
             for key in change.changedKeys { record.setFieldValue(change.fields[key], forKey: key) }
+            // A save without a parent keeps the server's (apps that never heard of parents
+            // must not take records out of a shared hierarchy by editing them).
+            if let parent = change.parent, record.parent?.recordName != parent { record.parent = Reference(recordName: parent) }
             return .save(record)
         }
     }
@@ -91,6 +95,8 @@ enum SyncPlanner {
                 var decision = rebase(pending, onto: server, ancestor: state.copy, rules: rules, confirmed: false)
                 decision.send = .sendAgain(error)
                 return decision
+            case .permissionFailure:
+                return permissionDenied(error, state: state)
             case .unknownItem:
                 // Gone from the server: send it again as a new record.
                 var decision = Decision(actions: [.removeCopy], send: .sendAgain(error))
@@ -113,6 +119,8 @@ enum SyncPlanner {
         case .unknownItem:
             // Already gone: the delete is done.
             return deleted(sent: sent, state: state)
+        case .permissionFailure:
+            return permissionDenied(error, state: state)
         case .serverRecordChanged where error.serverRecord != nil:
             let server = error.serverRecord!
             guard let pending = state.pending, pending.revision == sent else {
@@ -130,6 +138,21 @@ enum SyncPlanner {
         if let pending = state.pending {
             // Saved again after the delete was sent: it is created anew.
             decision.actions.append(pending.revision == sent ? .removeOutbox : recreate(pending))
+        }
+        return decision
+    }
+
+    /// The user may not make this change (a read-only participant of a share, or a share
+    /// that ended): sending it again can never succeed. The change goes to the quarantine
+    /// (kept, not sent), and the app sees the server's copy again, or the record vanish when
+    /// the server never had it.
+    static func permissionDenied(_ error: NimbusError, state: LocalState) -> Decision {
+        var decision = Decision(send: .failed(error))
+        if state.pending != nil { decision.actions = [.quarantinePending, .removeOutbox] }
+        if let copy = state.copy, let record = try? Nimbus.Record(systemFieldsData: copy.system) {
+            decision.visible = .saved(LocalRecord(record, fields: copy.fields))
+        } else {
+            decision.visible = .deleted
         }
         return decision
     }
@@ -249,7 +272,8 @@ extension LocalRecord {
     /// The device's view of a server record (`fields`, when given, are a merge's result).
     init(_ record: Nimbus.Record, fields: [String: FieldValue]? = nil, isPending: Bool = false) {
         self.init(
-            zoneName: record.id.zoneID.zoneName, recordName: record.id.recordName, recordType: record.recordType,
-            fields: fields ?? record.fieldDictionary, serverChangeTag: record.recordChangeTag, isPending: isPending)
+            zoneName: record.id.zoneID.localZoneName, recordName: record.id.recordName, recordType: record.recordType,
+            fields: fields ?? record.fieldDictionary, serverChangeTag: record.recordChangeTag, isPending: isPending,
+            parent: record.parent?.recordName)
     }
 }

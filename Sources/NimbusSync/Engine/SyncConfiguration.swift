@@ -54,5 +54,24 @@ public struct SyncConfiguration: Sendable {
     /// or when the app calls ``SyncEngine/prefetchAssets(inZones:smallerThan:)``).
     public var eagerAssetBytes: Int64?
 
+    /// Whether the engine also syncs the zones other users share with this one (the
+    /// container's shared database), beside the private ``zones``: it subscribes to the
+    /// shared database, learns of shared zones from its `changes/database` (new ones are
+    /// fetched, ended ones removed from the device), and sends this user's changes to them
+    /// with the permission the share gives. Off by default.
+    ///
+    /// Shared zones are named in the ``LocalStore`` by ``ZoneID/localZoneName`` (their name
+    /// and owner).
+    ///
+    /// ```swift
+    /// var configuration = SyncConfiguration(zones: ["Albums"])
+    /// configuration.syncsSharedDatabase = true
+    /// ```
+    public var syncsSharedDatabase = false
+
+    /// The ID of the database subscription the engine creates in the shared database (when
+    /// ``syncsSharedDatabase``), so pushes name shared zones that changed.
+    public var sharedSubscriptionID: String? = "nimbus-sync-shared"
+
     func rules(for recordType: String) -> MergeRules { mergeRules[recordType] ?? defaultMergeRules }
 }

@@ -212,11 +212,14 @@ extension SyncEngine {
     }
 
     /// ``prefetchAssets(for:fields:smallerThan:)`` for every record of `zones` (all the
-    /// configured zones when `nil`), smallest files first.
+    /// configured zones when `nil`, and the shared zones the device holds when
+    /// ``SyncConfiguration/syncsSharedDatabase``), smallest files first.
     @discardableResult
     public func prefetchAssets(inZones zones: [String]? = nil, smallerThan maxBytes: Int64) async throws -> Int {
         var records: [LocalRecord] = []
-        for zone in zones ?? configuration.zones { records += try store.records(inZone: zone) }
+        var all = configuration.zones
+        if configuration.syncsSharedDatabase { all += try store.sharedZoneIDs().map(\.localZoneName) }
+        for zone in zones ?? all { records += try store.records(inZone: zone) }
         return try await prefetchAssets(for: records, smallerThan: maxBytes)
     }
 

@@ -6,21 +6,15 @@ extension SyncEngine {
     /// `changes/database` since the stored token, then `records/changes` for the configured
     /// zones that changed. Tokens are saved in the same transactions as the data they cover.
     func fetchDatabase() async throws {
-        var token = try await store.reading { try $0.databaseToken() }
         let configured = Set(configuration.zones)
         var changed: [String] = []
         var lost: [String] = []
-        while true {
-            let changes: DatabaseChanges
-            do {
-                let since = token
-                changes = try await retrying { try await self.service.databaseChanges(since: since) }
-            } catch let error as NimbusError where error.code == .changeTokenExpired {
-                // Start over: every configured zone is looked at again.
-                token = nil
-                changed = configuration.zones
-                continue
-            }
+        let token = try await readDatabaseChanges(
+            since: try await store.reading { try $0.databaseToken() },
+            { try await self.service.databaseChanges(since: $0) },
+            // Start over: every configured zone is looked at again.
+            restarted: { changed = configuration.zones }
+        ) { changes in
             for zoneID in changes.modifiedZoneIDs where configured.contains(zoneID.zoneName) {
                 if !changed.contains(zoneID.zoneName) { changed.append(zoneID.zoneName) }
             }
@@ -28,8 +22,6 @@ extension SyncEngine {
                 lost.append(zoneID.zoneName)
                 changed.removeAll { $0 == zoneID.zoneName }
             }
-            token = changes.changeToken
-            if !changes.moreComing { break }
         }
         for zone in lost {
             try await handleZoneLoss(zone)
@@ -39,7 +31,32 @@ extension SyncEngine {
         for zone in changed { try await fetchZone(zone) }
         let finalToken = token
         try await store.transaction { try $0.setDatabaseToken(finalToken) }
+        if configuration.syncsSharedDatabase { try await fetchSharedDatabase() }
         emit(.stateSaved)
+    }
+
+    /// Every page of a database's zone changes since `token` (`read` asks for one), each
+    /// given to `page`; an expired token starts over from none, after `restarted`. Returns
+    /// the token after the last page.
+    func readDatabaseChanges(
+        since token: ServerChangeToken?, _ read: @escaping @Sendable (ServerChangeToken?) async throws -> DatabaseChanges,
+        restarted: () -> Void, page: (DatabaseChanges) -> Void
+    ) async throws -> ServerChangeToken {
+        var token = token
+        while true {
+            let changes: DatabaseChanges
+            do {
+                let since = token
+                changes = try await retrying { try await read(since) }
+            } catch let error as NimbusError where error.code == .changeTokenExpired {
+                token = nil
+                restarted()
+                continue
+            }
+            page(changes)
+            token = changes.changeToken
+            if !changes.moreComing { return changes.changeToken }
+        }
     }
 
     /// Fetches one zone's changes since its token and applies them page by page. An expired
@@ -68,6 +85,11 @@ extension SyncEngine {
                 reconciling = true
                 seen = []
                 continue
+            } catch let error as NimbusError where error.code == .zoneNotFound && ZoneID(localZoneName: zone).isSharedZone {
+                // A shared zone the user can no longer read (the share ended since the
+                // database's changes were read): it leaves the device.
+                try await removeSharedZone(zone)
+                return
             } catch let error as NimbusError where error.code == .zoneNotFound && !recoveredZone {
                 // Gone, or deleted and created again by another device: recover our copies,
                 // then read whatever the zone holds now from the start.
@@ -127,6 +149,9 @@ extension SyncEngine {
         }
         for conflict in conflicts { emit(.conflictResolved(conflict)) }
         if !saved.isEmpty || !deleted.isEmpty { emit(.fetched(zone: zone, saved: saved, deleted: deleted)) }
+        // Only shares that changed for this device (not the echo of its own save).
+        let changedNames = Set(saved.map(\.recordName))
+        announceShares(in: page.modifications.filter { changedNames.contains($0.id.recordName) })
     }
 
     /// After a complete read of the zone (`seen` holds every name it returned): copies the
@@ -149,6 +174,8 @@ extension SyncEngine {
     /// ``SyncConfiguration/zoneLossPolicy``, queue the device's records for upload to a
     /// recreated zone, or remove them (pending changes go to the quarantine).
     func handleZoneLoss(_ zone: String) async throws {
+        // Another user's zone is never recreated: it left the device with the share.
+        if ZoneID(localZoneName: zone).isSharedZone { return try await removeSharedZone(zone) }
         let policy = configuration.zoneLossPolicy
         let cached = try await cachedFiles()
         let removed = try await store.transaction { transaction in

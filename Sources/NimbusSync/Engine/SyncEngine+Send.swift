@@ -143,7 +143,9 @@ extension SyncEngine {
         }
         for failure in failures { drain.settled.insert(LocalRecordID(zoneName: zone, recordName: failure.recordName)) }
         for conflict in settled.conflicts { emit(.conflictResolved(conflict)) }
-        if !settled.restored.isEmpty { emit(.fetched(zone: zone, saved: settled.restored, deleted: [])) }
+        if !settled.restored.isEmpty || !settled.removed.isEmpty {
+            emit(.fetched(zone: zone, saved: settled.restored, deleted: settled.removed))
+        }
         if !settled.saved.isEmpty || !settled.deleted.isEmpty || !failures.isEmpty {
             emit(.sent(saved: settled.saved, deleted: settled.deleted, failed: failures))
         }
@@ -175,13 +177,19 @@ private struct SentBatch: Sendable {
     var conflicts: [ConflictRecord] = []
     /// Records the server's newer version replaced a delete of (the app sees them again).
     var restored: [LocalRecord] = []
+    /// Records the app saw that are gone again (a creation the server refused for good).
+    var removed: [String] = []
     /// Changes to send again, with the error that sent them back.
     var again: [(String, NimbusError)] = []
     var zoneLost = false
 
     mutating func record(_ decision: Decision, name: String, zone: String, _ transaction: StoreTransaction) throws {
         conflicts += try transaction.apply(decision.actions, zone: zone, name: name)
-        if case .saved(let record)? = decision.visible { restored.append(record) }
+        switch decision.visible {
+        case .saved(let record)?: restored.append(record)
+        case .deleted?: removed.append(name)
+        case nil: break
+        }
         switch decision.send {
         case .saved?: saved.append(name)
         case .deleted?: deleted.append(name)

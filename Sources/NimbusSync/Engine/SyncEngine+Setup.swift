@@ -48,6 +48,7 @@ extension SyncEngine {
             try await retrying { try await self.service.saveSubscription(subscription) }
             try await store.transaction { try $0.setState(Key.subscriptionReady, subscriptionID) }
         }
+        try await setUpSharedDatabase()
     }
 }
 

@@ -1,4 +1,5 @@
 import Nimbus
+import NimbusProtocol
 
 /// What the engine tells the app. The app's model updates from these (or from the
 /// ``LocalStore``), never from network callbacks.
@@ -27,6 +28,18 @@ public enum SyncEvent: Sendable {
     /// A zone was missing on the server and was recreated (with this device's records
     /// queued for upload, per ``SyncConfiguration/ZoneLossPolicy``).
     case zoneRecreated(zone: String)
+    /// Another user's zone became readable in the shared database (a share of it was
+    /// accepted, on this device or another of the user's) and its records were fetched.
+    /// Its records are named with ``ZoneID/localZoneName``.
+    case shareAccepted(zoneID: ZoneID)
+    /// A shared zone is no longer readable: its owner deleted the share or removed the user,
+    /// or the user left it. Its records were removed from the device (pending changes to
+    /// them went to the quarantine), after a ``fetched(zone:saved:deleted:)`` naming them.
+    case shareRevoked(zoneID: ZoneID)
+    /// A share record was fetched new or changed: created by its owner, a participant
+    /// invited, accepted or removed, a permission changed. For the owner, it comes from the
+    /// private zone it shares; for a participant, from the shared zone.
+    case shareChanged(Share)
     /// Tokens and local copies were committed.
     case stateSaved
     /// A fetch nobody awaits failed: one a push triggered (``SyncEngine/listen(to:)``).

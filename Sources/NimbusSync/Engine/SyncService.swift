@@ -33,6 +33,25 @@ public protocol SyncService: Sendable {
     ) async throws
     /// The server's current record (for fresh download URLs), or `nil` when it is gone.
     func lookup(zone: String, recordName: String) async throws -> Nimbus.Record?
+
+    // MARK: The shared database
+
+    /// `changes/database` in the shared database: the zones other users shared with this
+    /// one that changed (or whose last share ended: deleted) since `token`.
+    func sharedDatabaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges
+    /// Saves a subscription in the shared database.
+    func saveSharedSubscription(_ subscription: Subscription) async throws
+}
+
+extension SyncService {
+    /// A service without a shared database (``SyncConfiguration/syncsSharedDatabase`` off).
+    public func sharedDatabaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges {
+        throw NimbusError(.invalidArguments, "this sync service does not reach a shared database")
+    }
+
+    public func saveSharedSubscription(_ subscription: Subscription) async throws {
+        throw NimbusError(.invalidArguments, "this sync service does not reach a shared database")
+    }
 }
 
 /// One asset field of a record an upload URL is asked for.
@@ -48,12 +67,28 @@ public struct AssetField: Sendable, Hashable {
     }
 }
 
-/// The engine's view of a private database, through the SDK.
+/// The engine's view of a private database (and of the container's shared database, for
+/// the zones other users share: those named with their owner, ``ZoneID/localZoneName``),
+/// through the SDK.
 public struct DatabaseSyncService: SyncService {
     public let database: Nimbus.Database
 
     public init(database: Nimbus.Database) {
         self.database = database
+    }
+
+    /// The database a zone of the engine lives in, and its zone ID there.
+    private func route(_ zone: String) -> (Nimbus.Database, ZoneID) {
+        let zoneID = ZoneID(localZoneName: zone)
+        return (zoneID.isSharedZone ? database.container.sharedCloudDatabase : database, zoneID)
+    }
+
+    public func sharedDatabaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges {
+        try await database.container.sharedCloudDatabase.databaseChanges(since: token)
+    }
+
+    public func saveSharedSubscription(_ subscription: Subscription) async throws {
+        _ = try await database.container.sharedCloudDatabase.save(subscription)
     }
 
     public func currentUserRecordName() async throws -> String {
@@ -73,20 +108,24 @@ public struct DatabaseSyncService: SyncService {
     }
 
     public func zoneChanges(_ zone: String, since token: ServerChangeToken?) async throws -> RecordZoneChanges {
-        try await database.recordZoneChanges(inZoneWith: ZoneID(zoneName: zone), since: token)
+        let (database, zoneID) = route(zone)
+        return try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
     }
 
     public func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
         saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>],
         deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>]
     ) {
-        try await database.modifyRecords(
+        // A batch holds one zone's changes: the zone decides the database.
+        let zoneID = saving.first?.id.zoneID ?? deleting.keys.first?.zoneID
+        let target = zoneID?.isSharedZone == true ? database.container.sharedCloudDatabase : database
+        return try await target.modifyRecords(
             saving: saving, deleting: Array(deleting.keys), savePolicy: .ifServerRecordUnchanged, atomically: false,
             deleteChangeTags: deleting)
     }
 
     public func assetUploadURLs(zone: String, for fields: [AssetField]) async throws -> [URL] {
-        let zoneID = ZoneID(zoneName: zone)
+        let (database, zoneID) = route(zone)
         let slots = fields.map {
             Nimbus.Database.AssetSlot(
                 recordID: Nimbus.Record.ID(recordName: $0.recordName, zoneID: zoneID), recordType: $0.recordType,
@@ -115,7 +154,8 @@ public struct DatabaseSyncService: SyncService {
 
     public func lookup(zone: String, recordName: String) async throws -> Nimbus.Record? {
         do {
-            return try await database.record(for: Nimbus.Record.ID(recordName: recordName, zoneID: ZoneID(zoneName: zone)))
+            let (database, zoneID) = route(zone)
+            return try await database.record(for: Nimbus.Record.ID(recordName: recordName, zoneID: zoneID))
         } catch let error as NimbusError where error.code == .unknownItem {
             return nil
         }

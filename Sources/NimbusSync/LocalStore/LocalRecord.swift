@@ -12,11 +12,21 @@ public struct LocalRecord: Sendable, Hashable {
     public var serverChangeTag: String?
     /// A change of this device is waiting to be sent.
     public var isPending: Bool
+    /// The name of the record this one belongs under, in the same zone (the SDK's
+    /// ``Nimbus/Record/parent``): a record whose parent chain reaches a shared root is shared
+    /// with it. Saving a record with no parent keeps the one the server has.
+    ///
+    /// ```swift
+    /// var photo = LocalRecord(zoneName: zone, recordName: id, recordType: "Photo", fields: fields)
+    /// photo.parent = album.recordName
+    /// ```
+    public var parent: String?
 
     public init(
         zoneName: String, recordName: String, recordType: String, fields: [String: FieldValue],
-        serverChangeTag: String? = nil, isPending: Bool = false
+        serverChangeTag: String? = nil, isPending: Bool = false, parent: String? = nil
     ) {
+        self.parent = parent
         self.zoneName = zoneName
         self.recordName = recordName
         self.recordType = recordType
@@ -46,6 +56,8 @@ public struct PendingChange: Sendable, Hashable {
     public var baseChangeTag: String?
     /// Bumped on every local change, so a send only clears the entry it actually sent.
     public var revision: Int64
+    /// For saves: the record's parent (see ``LocalRecord/parent``).
+    public var parent: String? = nil
 }
 
 /// An entry of the conflict log: a record both sides changed, and how it was resolved.

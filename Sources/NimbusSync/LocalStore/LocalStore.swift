@@ -118,6 +118,15 @@ public final class LocalStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("sync-v4-parent") { db in
+            // A record's `parent` (the record it belongs under, in the same zone): what puts it
+            // in a shared record hierarchy.
+            try db.execute(
+                sql: """
+                    ALTER TABLE nimbus_records ADD COLUMN parent TEXT;
+                    ALTER TABLE nimbus_outbox ADD COLUMN parent TEXT;
+                    """)
+        }
         return migrator
     }
 
@@ -181,11 +190,12 @@ public final class LocalStore: Sendable {
             db,
             sql: """
                 SELECT COALESCE(o.name, r.name) AS name, COALESCE(o.type, r.type) AS type,
-                       COALESCE(o.fields, r.fields) AS fields, r.tag AS tag, o.kind AS kind
+                       COALESCE(o.fields, r.fields) AS fields, r.tag AS tag, o.kind AS kind,
+                       CASE WHEN o.name IS NULL THEN r.parent ELSE o.parent END AS parent
                 FROM nimbus_records r LEFT JOIN nimbus_outbox o ON o.zone = r.zone AND o.name = r.name
                 WHERE r.zone = ?1 AND (?2 IS NULL OR r.name = ?2)
                 UNION ALL
-                SELECT o.name, o.type, o.fields, NULL, o.kind FROM nimbus_outbox o
+                SELECT o.name, o.type, o.fields, NULL, o.kind, o.parent FROM nimbus_outbox o
                 WHERE o.zone = ?1 AND (?2 IS NULL OR o.name = ?2)
                   AND NOT EXISTS (SELECT 1 FROM nimbus_records r WHERE r.zone = o.zone AND r.name = o.name)
                 ORDER BY name
@@ -197,7 +207,7 @@ public final class LocalStore: Sendable {
             return LocalRecord(
                 zoneName: zone, recordName: row["name"], recordType: row["type"],
                 fields: try [String: FieldValue](jsonText: row["fields"]), serverChangeTag: row["tag"],
-                isPending: kind != nil)
+                isPending: kind != nil, parent: row["parent"])
         }
     }
 

@@ -15,7 +15,11 @@ public struct Outbox {
 
     /// Queues a save of the record's current fields. Changed keys are computed against the
     /// server copy, so a later send can do a field-level merge.
+    ///
+    /// - Throws: ``NimbusError/Code/permissionFailure`` for a record of a shared zone that
+    ///   the user may only read (every share of the zone this device holds is read-only).
     public func save(_ record: LocalRecord) throws {
+        try refuseReadOnly(zone: record.zoneName)
         let base = try Row.fetchOne(
             db, sql: "SELECT fields FROM nimbus_records WHERE zone = ? AND name = ?",
             arguments: [record.zoneName, record.recordName])
@@ -25,11 +29,14 @@ public struct Outbox {
         }
         try upsert(
             zone: record.zoneName, name: record.recordName, kind: .save, type: record.recordType,
-            fields: record.fields, changedKeys: changed)
+            fields: record.fields, changedKeys: changed, parent: record.parent)
     }
 
     /// Queues a deletion.
+    ///
+    /// - Throws: ``NimbusError/Code/permissionFailure`` in a shared zone the user may only read.
     public func delete(zone: String, recordName: String) throws {
+        try refuseReadOnly(zone: zone)
         let baseTag = try String.fetchOne(
             db, sql: "SELECT tag FROM nimbus_records WHERE zone = ? AND name = ?", arguments: [zone, recordName])
         let type =
@@ -43,21 +50,22 @@ public struct Outbox {
 
     func upsert(
         zone: String, name: String, kind: PendingChange.Kind, type: String, fields: [String: FieldValue],
-        changedKeys: Set<String>, baseTag: String? = nil
+        changedKeys: Set<String>, baseTag: String? = nil, parent: String? = nil
     ) throws {
         changes.insert(zone: zone, name: name)
         let keysJSON = Self.keysJSON(changedKeys)
         try db.execute(
             sql: """
-                INSERT INTO nimbus_outbox (zone, name, kind, type, fields, changed_keys, base_tag, revision, enqueued_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+                INSERT INTO nimbus_outbox (zone, name, kind, type, fields, changed_keys, base_tag, revision, enqueued_at, parent)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
                 ON CONFLICT(zone, name) DO UPDATE SET
                     kind = excluded.kind, type = excluded.type, fields = excluded.fields,
-                    changed_keys = excluded.changed_keys, base_tag = excluded.base_tag, revision = revision + 1
+                    changed_keys = excluded.changed_keys, base_tag = excluded.base_tag, revision = revision + 1,
+                    parent = excluded.parent
                 """,
             arguments: [
                 zone, name, kind.rawValue, type, fields.jsonText, keysJSON, baseTag,
-                Int64(now().timeIntervalSince1970 * 1000),
+                Int64(now().timeIntervalSince1970 * 1000), parent,
             ])
     }
 

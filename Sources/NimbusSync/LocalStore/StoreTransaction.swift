@@ -25,6 +25,8 @@ struct StoreTransaction {
         static let databaseToken = "databaseToken"
         static let zonesReady = "setup.zones"
         static let subscriptionReady = "setup.subscription"
+        static let sharedDatabaseToken = "sharedDatabaseToken"
+        static let sharedSubscriptionReady = "setup.sharedSubscription"
     }
 
     func state(_ key: String) throws -> String? {
@@ -60,6 +62,26 @@ struct StoreTransaction {
                 ON CONFLICT(zone) DO UPDATE SET token = excluded.token
                 """,
             arguments: [zone, token.flatMap(Self.encodeToken)])
+    }
+
+    /// The local names of the shared zones the device holds (a token, a copy or a pending
+    /// change): those with an owner (``ZoneID/localZoneName``).
+    func sharedZoneNames() throws -> [String] {
+        let separator = "%" + String(ZoneID.localNameSeparator) + "%"
+        return try String.fetchAll(
+            db,
+            sql: """
+                SELECT zone FROM nimbus_zones WHERE zone LIKE ?1
+                UNION SELECT zone FROM nimbus_records WHERE zone LIKE ?1
+                UNION SELECT zone FROM nimbus_outbox WHERE zone LIKE ?1
+                ORDER BY 1
+                """,
+            arguments: [separator])
+    }
+
+    /// Forgets a zone's token (the zone is no longer synced).
+    func forgetZone(_ zone: String) throws {
+        try db.execute(sql: "DELETE FROM nimbus_zones WHERE zone = ?", arguments: [zone])
     }
 
     /// Tokens are opaque: kept as their Codable form.
@@ -239,13 +261,13 @@ struct StoreTransaction {
     private func putCopy(_ record: Nimbus.Record, confirmed: Bool) throws {
         try db.cachedStatement(
             sql: """
-                INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system, unconfirmed)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system, unconfirmed, parent)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [
-                record.id.zoneID.zoneName, record.id.recordName, record.recordType, record.recordChangeTag ?? "",
-                record.fieldDictionary.jsonText, record.encodeSystemFields(), !confirmed,
+                record.id.zoneID.localZoneName, record.id.recordName, record.recordType, record.recordChangeTag ?? "",
+                record.fieldDictionary.jsonText, record.encodeSystemFields(), !confirmed, record.parent?.recordName,
             ])
     }
 
@@ -300,7 +322,7 @@ extension Outbox {
             zoneName: row["zone"], recordName: row["name"],
             kind: PendingChange.Kind(rawValue: row["kind"]) ?? .save, recordType: row["type"],
             fields: try [String: FieldValue](jsonText: row["fields"]), changedKeys: Set(keys),
-            baseChangeTag: row["base_tag"], revision: row["revision"])
+            baseChangeTag: row["base_tag"], revision: row["revision"], parent: row["parent"])
     }
 
     static func keysJSON(_ keys: Set<String>) -> String {

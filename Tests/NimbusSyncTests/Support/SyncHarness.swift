@@ -104,6 +104,14 @@ final class FaultyService: SyncService {
         try enter("lookup")
         return try await base.lookup(zone: zone, recordName: recordName)
     }
+    func sharedDatabaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges {
+        try enter("sharedDatabaseChanges")
+        return try await base.sharedDatabaseChanges(since: token)
+    }
+    func saveSharedSubscription(_ subscription: Subscription) async throws {
+        try enter("sharedSubscription")
+        try await base.saveSharedSubscription(subscription)
+    }
 }
 
 /// A real server with one user and helpers to make devices (engines with their own stores).

@@ -1,0 +1,155 @@
+import Foundation
+import Logging
+import Nimbus
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+import NimbusSync
+import SharedAlbum
+
+/// A real server on an ephemeral port, users, and their album devices (each its own
+/// directory, local store, sync engine and push channel).
+final class AlbumWorld: Sendable {
+    let directory: String
+    let server: RunningServer
+    let container = "iCloud.com.example.album"
+    let apiToken: String
+
+    private init(directory: String, server: RunningServer, apiToken: String) {
+        self.directory = directory
+        self.server = server
+        self.apiToken = apiToken
+    }
+
+    /// Runs `body` in a fresh world and always stops it, whether `body` returns or throws.
+    static func with<T>(_ body: (AlbumWorld) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("shared-album-tests-\(UUID().uuidString.prefix(8))").path
+        var logger = Logger(label: "nimbus")
+        logger.logLevel = .critical
+        let server = try await RunningServer.start(
+            ServerConfiguration(port: 0, dataDirectory: (directory as NSString).appendingPathComponent("server")),
+            logger: logger)
+        let world = AlbumWorld(
+            directory: directory, server: server, apiToken: try await server.store.createContainer("iCloud.com.example.album").token)
+        do {
+            let result = try await body(world)
+            await world.stop()
+            return result
+        } catch {
+            await world.stop()
+            throw error
+        }
+    }
+
+    func stop() async {
+        try? await server.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A new user's web auth token.
+    func user(_ name: String) async throws -> String {
+        try await server.store.createUser(name: name, email: nil, firstName: name, lastName: nil, container: container).token
+    }
+
+    /// A device of the user with `token`, started, with its push channel connected.
+    func device(_ name: String, token: String) async throws -> AlbumDeviceUnderTest {
+        let device = try AlbumDevice.initialize(
+            directory: (directory as NSString).appendingPathComponent(name),
+            configuration: .init(
+                serverURL: server.baseURL, container: container, apiToken: apiToken, webAuthToken: token,
+                deviceID: "device-\(name)"))
+        let app = device.app
+        try await app.engine.start()
+        return AlbumDeviceUnderTest(app: app, push: try await PushLink.connect(app))
+    }
+
+    /// Two users: Alice with her Mac, Bob with his phone and laptop; and Bob's record name
+    /// (what Alice shares with).
+    func aliceAndBob() async throws -> (
+        aliceMac: AlbumDeviceUnderTest, bobPhone: AlbumDeviceUnderTest, bobLaptop: AlbumDeviceUnderTest, bobName: String
+    ) {
+        let (alice, bob) = (try await user("alice"), try await user("bob"))
+        let bobPhone = try await device("bob-phone", token: bob)
+        return (
+            try await device("alice-mac", token: alice), bobPhone, try await device("bob-laptop", token: bob),
+            try await bobPhone.app.container.userRecordID().recordName
+        )
+    }
+
+    /// A picture file (bytes that differ per name).
+    func picture(_ name: String) throws -> URL {
+        let url = URL(fileURLWithPath: directory).appendingPathComponent("\(name).jpg")
+        try Data((0..<2048).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ name.utf8.count) }).write(to: url)
+        return url
+    }
+}
+
+struct AlbumDeviceUnderTest: Sendable {
+    let app: SharedAlbum
+    let push: PushLink
+}
+
+/// A device's push channel feeding its engine: each push makes it fetch.
+final class PushLink: Sendable {
+    let task: Task<Void, Never>
+
+    private init(task: Task<Void, Never>) {
+        self.task = task
+    }
+
+    /// Connects and returns once the server has the channel open.
+    static func connect(_ app: SharedAlbum, timeout: Duration = .seconds(10)) async throws -> PushLink {
+        let (notifications, forward) = AsyncStream<PushNotification>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        await app.engine.listen(to: notifications)
+        let (connected, signal) = AsyncStream<Void>.makeStream()
+        let client = PushClient(container: app.container)
+        let task = Task {
+            for await event in client.events() {
+                switch event {
+                case .connected: signal.yield()
+                case .notification(let notification): forward.yield(notification)
+                default: break
+                }
+            }
+        }
+        let link = PushLink(task: task)
+        guard try await within(timeout, { await connected.first(where: { true }) != nil }) == true else {
+            task.cancel()
+            throw NimbusError(.networkFailure, "the push channel did not connect")
+        }
+        return link
+    }
+
+    deinit { task.cancel() }
+}
+
+/// Waits until `condition` holds on the device: checked now, then after each event of its
+/// engine (every change of its store is followed by one), failing after `timeout`.
+func waitUntil(
+    _ device: AlbumDeviceUnderTest, _ what: String, timeout: Duration = .seconds(10),
+    _ condition: @escaping @Sendable (SharedAlbum) throws -> Bool
+) async throws {
+    let app = device.app
+    let events = app.engine.events()
+    if try condition(app) { return }
+    let held = try await within(timeout) {
+        for await _ in events where (try? condition(app)) == true { return true }
+        return false
+    }
+    guard held == true else { throw NimbusError(.networkFailure, "timed out waiting until \(what)") }
+}
+
+/// `body`'s result, or `nil` when `timeout` passes first.
+func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async -> T) async throws -> T? {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        let first = try await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
