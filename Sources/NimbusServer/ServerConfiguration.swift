@@ -40,6 +40,8 @@ public struct ServerConfiguration: Sendable {
     /// quota. Over it, saves to the public database fail with QUOTA_EXCEEDED and write
     /// nothing; deletes free space at once.
     public var containerQuotaBytes: Int64?
+    /// Routes served beside the API, added after it (`nimbus serve` adds the dashboard).
+    package var routeExtensions: [any RouteExtension] = []
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NimbusDashboard
 import NimbusServer
 import NimbusStore
 
@@ -100,8 +101,10 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.userQuotaBytes = userQuotaBytes
         configuration.signIn.sessionIdle = .milliseconds(Int64(sessionIdleDays * 86_400_000))
         configuration.containerQuotaBytes = containerQuotaBytes
+        configuration.routeExtensions = [Dashboard()]
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
+        print("Dashboard: \(server.baseURL)/ (sign in as an operator; make one with `nimbus operator create NAME`)")
         fflush(nil)
         try await server.waitUntilStopped()
         print("Nimbus stopped.")

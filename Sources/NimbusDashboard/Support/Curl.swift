@@ -1,0 +1,26 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+import NIOCore
+
+/// A request to the CloudKit API as a curl command an operator can copy.
+enum Curl {
+    /// `curl` posting `body` to `operation` of the container's database, with a placeholder
+    /// for the API token (tokens are not put into pages they were not asked for on).
+    static func command(
+        origin: String, container: String, environment: ContainerEnvironment, scope: DatabaseScope = .public,
+        operation: String, body: JSON
+    ) -> String {
+        let url = "\(origin)/database/1/\(container)/\(environment.rawValue)/\(scope.rawValue)/\(operation)?ckAPIToken=$NIMBUS_API_TOKEN"
+        return "curl -sS -X POST \(quoted(url)) \\\n  -H 'Content-Type: application/json' \\\n  --data-binary \(quoted(body.serialized()))"
+    }
+
+    /// Single-quoted for a POSIX shell.
+    static func quoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}

@@ -1,0 +1,23 @@
+import NimbusServer
+import Testing
+
+/// The live page's numbers, without a server.
+@Suite("Request statistics")
+struct RequestStatisticsTests {
+    @Test("a snapshot sums the window's requests by operation and status, and bounds percentiles")
+    func snapshot() {
+        let statistics = RequestStatistics()
+        for _ in 0..<9 { statistics.record(operation: "records/query", status: 200, duration: .milliseconds(3)) }
+        statistics.record(operation: "records/modify", status: 409, duration: .milliseconds(40))
+        let now = statistics.snapshot(seconds: 10)
+        #expect(now.total == 10)
+        let snapshot = RequestStatisticsSnapshot(
+            total: 10, seconds: 10, byOperation: ["records/query": 9, "records/modify": 1], byStatus: [200: 9, 409: 1],
+            latencyBuckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1] + Array(repeating: 0, count: 11))
+        #expect(snapshot.requests == 10)
+        #expect(snapshot.errorRate == 0.1)
+        #expect(snapshot.ratesByOperation.first?.operation == "records/query")
+        #expect(snapshot.latencyMillis(quantile: 0.5) == 4.096)
+        #expect(snapshot.latencyMillis(quantile: 0.99) == 65.536)
+    }
+}
