@@ -55,7 +55,7 @@ class Server:
 
     def user_token(self, name):
         out = run_cli(self.data, "user", "create", name, "--container", CONTAINER, "--json")
-        return json.loads(out)["token"]
+        return json.loads(out)["webAuthToken"]
 
     def api(self, operation, body, web_token):
         url = (f"{self.base_url}/database/1/{CONTAINER}/development/public/{operation}"

@@ -1,6 +1,9 @@
 """The dashboard in a real browser against a real server, in the order an operator works:
 each test builds on the state the ones before left (pytest runs a file's tests in order)."""
+import json
+import os
 import re
+import subprocess
 
 import pytest
 from selenium.common.exceptions import NoAlertPresentException
@@ -74,6 +77,7 @@ def test_record_saved_through_the_api_appears(server, driver, shots):
 
 def test_edit_in_the_dashboard_reads_back_through_the_api(server, driver, shots):
     open_record(driver, server, "first-note")
+    assert driver.find_elements(By.CSS_SELECTOR, "p.notice, #conflict") == []
     shots(driver, "record")
     title = driver.find_element(By.ID, "f-title")
     title.clear()
@@ -125,6 +129,12 @@ def test_query_builder(server, driver, shots):
     curl = driver.find_element(By.ID, "curl").text
     assert "records/query" in curl and "BEGINS_WITH" in curl
     shots(driver, "query")
+    # The command shown is the request the page ran: run it.
+    ran = subprocess.run(["sh", "-c", curl], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "NIMBUS_API_TOKEN": server.api_token})
+    assert ran.returncode == 0, ran.stderr
+    names = [record["recordName"] for record in json.loads(ran.stdout)["records"]]
+    assert names == ["first-note"], ran.stdout
 
 
 def test_deploy_schema(server, driver, shots):

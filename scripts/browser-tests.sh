@@ -12,8 +12,10 @@ export SWIFT_DETERMINISTIC_HASHING=1
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-if ! command -v chromedriver >/dev/null || ! { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; }; then
-    as_root apt-get install -y chromium chromium-driver || { as_root apt-get update && as_root apt-get install -y chromium chromium-driver; }
+if ! command -v chromedriver >/dev/null || ! command -v curl >/dev/null \
+    || ! { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; }; then
+    packages="chromium chromium-driver curl"
+    as_root apt-get install -y $packages || { as_root apt-get update && as_root apt-get install -y $packages; }
 fi
 
 VENV=.venv-browser

@@ -91,10 +91,20 @@ struct DashboardApp: Sendable {
             values["csrf"] = session.csrfToken
         }
         values["node"] = LiveNode.name(port: nil)
-        let html = templates.render(template, values)
+        let html = templates.render(template, Self.unwrapped(values))
         var headers = Self.htmlHeaders
         headers.append(contentsOf: extra)
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// `values` without its `nil`s and with optionals unwrapped: Mustache would write an
+    /// optional as `nil` or `Optional(…)` and count a `nil` as a truthy section.
+    static func unwrapped(_ values: [String: Any]) -> [String: Any] {
+        values.compactMapValues { value in
+            let mirror = Mirror(reflecting: value)
+            guard mirror.displayStyle == .optional else { return value }
+            return mirror.children.first?.value
+        }
     }
 
     static let htmlHeaders: HTTPFields = {

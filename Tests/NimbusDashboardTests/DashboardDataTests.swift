@@ -42,6 +42,7 @@ struct DashboardDataTests {
             #expect(page.status == 200)
             #expect(page.body.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"))
             #expect(!page.body.contains("<script>alert"))
+            #expect(!page.body.contains("role=\"alert\"") && !page.body.contains("nil<"))
             let list = try await browser.get("/dashboard/records?c=\(Self.c)&zone=_defaultZone")
             #expect(list.body.contains("evil"))
             #expect(!list.body.contains("<script>alert"))

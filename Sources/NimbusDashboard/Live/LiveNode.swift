@@ -10,8 +10,6 @@ import NIOCore
 /// The node a page was served by: with several `nimbus serve` nodes on one PostgreSQL
 /// database, each shows its own live numbers.
 enum LiveNode {
-    static let started = Date()
-
     /// `host (pid 123)`.
     static func name(port: Int?) -> String {
         let host = ProcessInfo.processInfo.hostName

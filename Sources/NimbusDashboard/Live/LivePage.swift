@@ -55,7 +55,7 @@ enum LivePage {
                 ("errors", "Error rate", Format.decimal(snapshot.errorRate * 100) + " %"),
                 ("p50", "Latency p50", millis(0.5)), ("p90", "Latency p90", millis(0.9)), ("p99", "Latency p99", millis(0.99)),
                 ("push", "Open push connections", String(push)),
-                ("uptime", "Up for", "\(Int(Date().timeIntervalSince(LiveNode.started))) s"),
+                ("uptime", "Up for", "\(app.server.statistics.uptime.components.seconds) s"),
             ],
             operations: snapshot.ratesByOperation.map { [$0.operation, Format.decimal($0.perSecond)] },
             statuses: snapshot.byStatus.sorted { $0.key < $1.key }.map { [String($0.key), String($0.value)] })

@@ -33,7 +33,8 @@ enum Stylesheet {
         form.stack { display: grid; gap: .35rem; max-width: 28rem; }
         form.inline { display: inline-flex; gap: .4rem; flex-wrap: wrap; align-items: center; margin: 0; }
         .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: .5rem 1rem; align-items: end; }
-        .grid label { display: grid; gap: .2rem; }
+        .grid label { display: grid; gap: .2rem; min-width: 0; }
+        .grid input, .grid select { width: 100%; min-width: 0; }
         input, select, textarea, button { font: inherit; padding: .4rem .5rem; border: 1px solid #b9c0c8; border-radius: 4px; background: #fff; color: var(--fg); }
         textarea { width: 100%; min-height: 12rem; }
         button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }

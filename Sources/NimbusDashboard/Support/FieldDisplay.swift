@@ -70,7 +70,7 @@ struct FieldDisplay {
     var values: [String: Any] {
         [
             "name": name, "type": type, "text": text, "links": links, "images": images.map { ["src": $0] },
-            "editText": editText as Any, "editable": editText != nil, "isText": Self.textTypes.contains(type),
+            "editText": editText ?? "", "editable": editText != nil, "isText": Self.textTypes.contains(type),
         ]
     }
 

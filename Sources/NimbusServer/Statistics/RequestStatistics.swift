@@ -27,6 +27,9 @@ public final class RequestStatistics: Sendable {
 
     public init() {}
 
+    /// How long the statistics (the server) have been running.
+    public var uptime: Duration { ContinuousClock.now - start }
+
     /// The second of `instant` since the statistics started.
     func second(of instant: ContinuousClock.Instant) -> Int64 {
         (instant - start).components.seconds
