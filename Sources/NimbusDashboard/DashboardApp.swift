@@ -185,13 +185,44 @@ struct PageContext: Sendable {
         app.render(template, values, session: session, status: status)
     }
 
-    /// Calls the CloudKit API as this operator.
+    /// Calls the CloudKit API as this operator: in the public database, or with the argument
+    /// `u` (a user record name) in that user's private database, as that user — only where
+    /// the container lets operators, and written to the audit log.
     func perform(
         _ operation: APIOperation, container: String, environment: ContainerEnvironment, body: JSON
     ) async throws -> JSON {
-        try await app.server.gateway.perform(
-            operation, container: container, environment: environment, body: body,
+        guard let recordName = userArgument else {
+            return try await app.server.gateway.perform(
+                operation, container: container, environment: environment, body: body,
+                operatorName: session.operatorName, request: request)
+        }
+        let user = try await privateUser(container: container, recordName: recordName)
+        try await app.store.appendAudit(
+            OperatorAuditEntry(
+                at: app.now(), operatorName: session.operatorName, action: "private data: \(operation.rawValue)",
+                container: container, detail: "user \(user.name) (\(recordName)), \(environment.rawValue)"))
+        return try await app.server.gateway.perform(
+            operation, container: container, environment: environment, scope: .private, user: user, body: body,
             operatorName: session.operatorName, request: request)
+    }
+
+    /// The argument `u`: the user whose private database a page shows.
+    var userArgument: String? { argument("u").flatMap { $0.isEmpty ? nil : $0 } }
+
+    /// `[("u", …)]` for links that stay in a user's private database, else nothing.
+    var userPairs: [(String, String)] { userArgument.map { [("u", $0)] } ?? [] }
+
+    /// A user of the container whose private data operators may read.
+    func privateUser(container: String, recordName: String) async throws -> UserIdentity {
+        guard try await app.store.operatorsMayReadPrivateData(container: container) else {
+            throw DashboardError(
+                status: .forbidden, title: "Private data is closed",
+                message: "\(container) does not let operators read users' private databases; turn it on on the container's page.")
+        }
+        guard let user = try await app.store.user(recordName: recordName, container: container) else {
+            throw DashboardError(status: .notFound, title: "No such user", message: "\(container) has no user \(recordName).")
+        }
+        return user
     }
 }
 
@@ -206,8 +237,11 @@ extension PageContext {
     /// `scheme://host[:port]` the operator reached the server at.
     var origin: String { RequestOrigin.of(request, configured: app.server.configuration.push.publicBaseURL) }
 
-    /// The dashboard query of a record page in `container`'s `environment`.
-    static func recordQuery(container: String, environment: ContainerEnvironment, zone: String, record: String) -> String {
-        DashboardApp.query([("c", container), ("env", environment.rawValue), ("zone", zone), ("record", record)])
+    /// The dashboard query of a record page in `container`'s `environment` (in the private
+    /// database of the user `u`, if any).
+    static func recordQuery(
+        container: String, environment: ContainerEnvironment, zone: String, record: String, user: [(String, String)] = []
+    ) -> String {
+        DashboardApp.query([("c", container), ("env", environment.rawValue), ("zone", zone), ("record", record)] + user)
     }
 }

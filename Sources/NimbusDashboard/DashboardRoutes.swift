@@ -58,6 +58,13 @@ enum DashboardRoutes {
             await app.action(request) { try await SchemaPages.saveDevelopment($0) }
         }
 
+        router.get("/dashboard/users") { request, _ in await app.page(request) { try await UserPages.list($0) } }
+        router.get("/dashboard/user") { request, _ in await app.page(request) { try await UserPages.show($0) } }
+        router.post("/dashboard/user/session/revoke") { request, _ in
+            await app.action(request) { try await UserPages.revokeSession($0) }
+        }
+        router.post("/dashboard/user/delete") { request, _ in await app.action(request) { try await UserPages.delete($0) } }
+
         router.get("/dashboard/live") { request, _ in await app.page(request) { try await LivePage.show($0) } }
         router.get("/dashboard/live/events") { request, _ in await LivePage.events(app, request) }
         router.get("/dashboard/audit") { request, _ in await app.page(request) { try await AuditPage.show($0) } }

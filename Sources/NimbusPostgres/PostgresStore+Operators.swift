@@ -140,4 +140,17 @@ extension PostgresStore: OperatorStore {
                 """)
         }
     }
+
+    public func containerUsers(container: String) async throws -> [UserIdentity] {
+        try await rows(
+            """
+            SELECT u.name, i.record_name, u.email, u.first_name, u.last_name
+            FROM user_identities i JOIN users u ON u.name = i.user_name
+            WHERE i.container = \(container) ORDER BY u.name
+            """
+        ).map { row in
+            let (name, recordName, email, first, last) = try row.decode((String, String, String?, String?, String?).self)
+            return UserIdentity(name: name, recordName: recordName, container: container, email: email, firstName: first, lastName: last)
+        }
+    }
 }

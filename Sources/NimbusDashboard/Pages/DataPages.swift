@@ -18,19 +18,21 @@ enum DataPages {
         let environment = try context.environment()
         let answer = try await context.perform(.zonesList, container: container, environment: environment, body: [:])
         let zones = (answer["zones"]?.array ?? []).compactMap { $0["zoneID"]?["zoneName"]?.string }
+        let user = context.userPairs
         return context.render(
             "zones",
             [
                 "title": "Zones of \(container)", "container": container, "environment": environment.rawValue,
                 "cq": DashboardApp.query([("c", container)]),
                 "zones": zones.map { zone in
-                    ["zone": zone, "q": DashboardApp.query([("c", container), ("env", environment.rawValue), ("zone", zone)])]
+                    ["zone": zone, "q": DashboardApp.query([("c", container), ("env", environment.rawValue), ("zone", zone)] + user)]
                 },
                 "newQ": DashboardApp.query([("c", container), ("env", environment.rawValue), ("zone", "_defaultZone")]),
                 "otherEnvironment": environment == .development ? "production" : "development",
-                "otherQ": DashboardApp.query([
-                    ("c", container), ("env", environment == .development ? "production" : "development"),
-                ]),
+                "otherQ": DashboardApp.query(
+                    [("c", container), ("env", environment == .development ? "production" : "development")] + user),
+                "database": context.userArgument.map { "private database of \($0)" } ?? "public database",
+                "public": context.userArgument == nil,
             ])
     }
 
@@ -44,7 +46,7 @@ enum DataPages {
         if let page = context.argument("page"), !page.isEmpty { body["syncToken"] = .string(page) }
         let answer = try await context.perform(.recordsChanges, container: container, environment: environment, body: .object(body))
         let records = (answer["records"]?.array ?? []).filter { $0["deleted"]?.bool != true }
-        let base: [(String, String)] = [("c", container), ("env", environment.rawValue), ("zone", zone)]
+        let base: [(String, String)] = [("c", container), ("env", environment.rawValue), ("zone", zone)] + context.userPairs
         var next: String?
         if answer["moreComing"]?.bool == true, let token = answer["syncToken"]?.string {
             next = DashboardApp.query(base + [("page", token)])
@@ -53,7 +55,9 @@ enum DataPages {
             "records",
             [
                 "title": "\(zone) · \(container)", "container": container, "environment": environment.rawValue, "zone": zone,
-                "zonesQ": DashboardApp.query([("c", container), ("env", environment.rawValue)]),
+                "zonesQ": DashboardApp.query([("c", container), ("env", environment.rawValue)] + context.userPairs),
+                "database": context.userArgument.map { "private database of \($0)" } ?? "public database",
+                "public": context.userArgument == nil,
                 "newQ": DashboardApp.query(base),
                 "first": DashboardApp.query(base), "next": next as Any, "paged": context.argument("page") != nil,
                 "records": records.map { record in
@@ -61,7 +65,8 @@ enum DataPages {
                     let fields = (record["fields"]?.object ?? [:]).keys.sorted()
                     return [
                         "name": name, "type": record["recordType"]?.string ?? "",
-                        "q": PageContext.recordQuery(container: container, environment: environment, zone: zone, record: name),
+                        "q": PageContext.recordQuery(
+                            container: container, environment: environment, zone: zone, record: name, user: context.userPairs),
                         "modified": record["modified"]?["timestamp"]?.int64.map(Format.date) ?? "",
                         "fields": fields.joined(separator: ", "),
                     ] as [String: Any]

@@ -14,20 +14,30 @@ enum RecordPages {
         var container: String
         var environment: ContainerEnvironment
         var zone: String
+        /// `[("u", user record name)]` in a user's private database.
+        var user: [(String, String)] = []
 
         var zoneID: JSON { ["zoneName": .string(zone)] }
         var recordsQ: String {
-            DashboardApp.query([("c", container), ("env", environment.rawValue), ("zone", zone)])
+            DashboardApp.query([("c", container), ("env", environment.rawValue), ("zone", zone)] + user)
         }
         func recordQ(_ name: String) -> String {
-            PageContext.recordQuery(container: container, environment: environment, zone: zone, record: name)
+            PageContext.recordQuery(container: container, environment: environment, zone: zone, record: name, user: user)
         }
     }
 
     static func location(_ context: PageContext) async throws -> Location {
         Location(
             container: try await context.container(), environment: try context.environment(),
-            zone: context.argument("zone").flatMap { $0.isEmpty ? nil : $0 } ?? "_defaultZone")
+            zone: context.argument("zone").flatMap { $0.isEmpty ? nil : $0 } ?? "_defaultZone", user: context.userPairs)
+    }
+
+    /// Users' private databases are read-only here: the operator is not the user.
+    static func requirePublic(_ context: PageContext) throws {
+        guard context.userArgument == nil else {
+            throw DashboardError(
+                status: .forbidden, title: "Read-only", message: "The dashboard only reads users' private databases.")
+        }
     }
 
     /// `GET /dashboard/record?c=…&env=…&zone=…&record=…`.
@@ -91,7 +101,7 @@ enum RecordPages {
             "modified": record["modified"]?["timestamp"]?.int64.map(Format.date) ?? "",
             "modifiedBy": record["modified"]?["userRecordName"]?.string ?? "",
             "fields": fields, "fieldTypes": FieldDisplay.formTypes, "json": record.serialized(),
-            "message": message as Any, "conflict": conflict as Any,
+            "message": message as Any, "conflict": conflict as Any, "public": context.userArgument == nil,
         ]
         values.merge(more) { $1 }
         return context.render("record", values, status: status)
@@ -100,6 +110,7 @@ enum RecordPages {
     /// `POST /dashboard/record/save`: `create` without a change tag, else `update` of the
     /// fields whose text changed, with the change tag the form was made from.
     static func save(_ context: PageContext) async throws -> Response {
+        try requirePublic(context)
         let location = try await location(context)
         let form = context.form
         let tag = form["changeTag"].flatMap { $0.isEmpty ? nil : $0 }
@@ -136,6 +147,7 @@ enum RecordPages {
 
     /// `POST /dashboard/record/delete`: `delete` with the change tag.
     static func delete(_ context: PageContext) async throws -> Response {
+        try requirePublic(context)
         let location = try await location(context)
         let name = try context.required("recordName", what: "record name")
         let tag = try context.required("changeTag", what: "change tag")

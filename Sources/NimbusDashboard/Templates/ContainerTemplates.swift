@@ -44,7 +44,7 @@ enum ContainerTemplates {
         {{>messages}}
         <nav class="tabs" aria-label="Container">
           {{#environments}}<a href="/dashboard/zones?{{q}}">Data ({{name}})</a> <a href="/dashboard/query?{{q}}">Query ({{name}})</a>{{/environments}}
-          <a href="/dashboard/schema?{{q}}">Schema</a>
+          <a href="/dashboard/schema?{{q}}">Schema</a> <a href="/dashboard/users?{{q}}">Users</a>
         </nav>
         <h2>API tokens</h2>
         <div class="table-wrap"><table>

@@ -16,19 +16,19 @@ enum DataTemplates {
 
     static let zones = """
         {{<layout}}{{$body}}
-        <p><a href="/dashboard/container?{{cq}}">{{container}}</a> · {{environment}} · public database</p>
+        <p><a href="/dashboard/container?{{cq}}">{{container}}</a> · {{environment}} · {{database}}</p>
         <h1>Zones</h1>
         <ul>{{#zones}}<li><a href="/dashboard/records?{{q}}">{{zone}}</a></li>{{/zones}}</ul>
-        <p><a href="/dashboard/record/new?{{newQ}}">New record in _defaultZone</a> ·
+        <p>{{#public}}<a href="/dashboard/record/new?{{newQ}}">New record in _defaultZone</a> · {{/public}}
         <a href="/dashboard/zones?{{otherQ}}">The {{otherEnvironment}} environment</a></p>
         {{/body}}{{/layout}}
         """
 
     static let records = """
         {{<layout}}{{$body}}
-        <p><a href="/dashboard/zones?{{zonesQ}}">{{container}} · {{environment}}</a> · public database</p>
+        <p><a href="/dashboard/zones?{{zonesQ}}">{{container}} · {{environment}}</a> · {{database}}</p>
         <h1>Records of {{zone}}</h1>
-        <p><a href="/dashboard/record/new?{{newQ}}">New record</a></p>
+        {{#public}}<p><a href="/dashboard/record/new?{{newQ}}">New record</a></p>{{/public}}
         {{#none}}<p class="muted">No records{{#paged}} on this page{{/paged}}.</p>{{/none}}
         <div class="table-wrap"><table id="records">
         <thead><tr><th scope="col">Record name</th><th scope="col">Type</th><th scope="col">Fields</th><th scope="col">Modified</th></tr></thead>
@@ -66,7 +66,7 @@ enum DataTemplates {
         {{#links}}<div><a href="{{href}}">{{label}}</a></div>{{/links}}
         {{#images}}<img class="asset-preview" src="{{src}}" alt="Preview of {{name}}" loading="lazy">{{/images}}</td></tr>{{/fields}}
         </tbody></table></div>
-        <h2>Edit</h2>
+        {{#public}}<h2>Edit</h2>
         <form method="post" action="/dashboard/record/save" class="edit" id="edit">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <input type="hidden" name="c" value="{{container}}"><input type="hidden" name="env" value="{{environment}}">
@@ -86,7 +86,7 @@ enum DataTemplates {
           <input type="hidden" name="zone" value="{{zone}}"><input type="hidden" name="recordName" value="{{recordName}}">
           <input type="hidden" name="changeTag" value="{{changeTag}}">
           <button type="submit" class="danger">Delete</button>
-        </form>
+        </form>{{/public}}
         <h2>As the API returns it</h2>
         <pre id="record-json">{{json}}</pre>
         {{/body}}{{/layout}}

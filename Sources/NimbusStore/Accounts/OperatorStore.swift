@@ -33,6 +33,9 @@ public protocol OperatorStore: Sendable {
     func operatorsMayReadPrivateData(container: String) async throws -> Bool
     /// Turns operators' access to users' private databases of `container` on or off.
     func setOperatorsMayReadPrivateData(_ allowed: Bool, container: String) async throws
+
+    /// The users signed into `container`, by account name.
+    func containerUsers(container: String) async throws -> [UserIdentity]
 }
 
 /// An operator of the dashboard.

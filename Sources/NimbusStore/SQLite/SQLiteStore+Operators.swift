@@ -144,4 +144,20 @@ extension SQLiteStore: OperatorStore {
                 arguments: [container, allowed])
         }
     }
+
+    public func containerUsers(container: String) async throws -> [UserIdentity] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT u.name, i.record_name, u.email, u.first_name, u.last_name
+                    FROM user_identities i JOIN users u ON u.name = i.user_name
+                    WHERE i.container = ? ORDER BY u.name
+                    """,
+                arguments: [container]
+            ).map {
+                UserIdentity(name: $0[0], recordName: $0[1], container: container, email: $0[2], firstName: $0[3], lastName: $0[4])
+            }
+        }
+    }
 }
