@@ -152,6 +152,31 @@ struct DashboardDataTests {
         }
     }
 
+    @Test("the development schema is edited additively and only from its current version")
+    func editDevelopmentSchema() async throws {
+        try await DashboardServer.with { server, browser in
+            let token = try await server.userToken("alice")
+            _ = try await Self.saveNote(server, "a", title: "apple", token: token)
+            try await browser.signIn()
+            let page = try await browser.get("/dashboard/schema?c=\(Self.c)")
+            let csrf = try #require(Browser.hidden("csrf", in: page.body))
+            let version = try #require(Browser.hidden("version", in: page.body))
+            let current = try await server.server.store.schema(container: Self.c, environment: .development).schema
+            let text = SchemaFile.text(of: current).replacingOccurrences(of: "RECORD TYPE Note (", with: "RECORD TYPE Note (\n        pages INT64,")
+            let saved = try await browser.post("/dashboard/schema/development", ["csrf": csrf, "c": Self.c, "version": version, "schema": text])
+            #expect(saved.body.contains("Development schema saved"), "\(saved.body)")
+            let after = try await server.server.store.schema(container: Self.c, environment: .development)
+            #expect(after.schema.recordTypes["Note"]?.fields["pages"]?.type == .int64)
+
+            let stale = try await browser.post("/dashboard/schema/development", ["csrf": csrf, "c": Self.c, "version": version, "schema": text])
+            #expect(stale.body.contains("changed since this page was loaded"))
+            let broken = try await browser.post(
+                "/dashboard/schema/development", ["csrf": csrf, "c": Self.c, "version": String(after.version), "schema": "DEFINE NONSENSE"])
+            #expect(broken.body.contains("Not saved"))
+            #expect(broken.body.contains("DEFINE NONSENSE"))
+        }
+    }
+
     @Test("the live page counts requests by operation")
     func live() async throws {
         try await DashboardServer.with { server, browser in

@@ -24,8 +24,7 @@ struct OperatorCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let password = try OperatorCommand.readPassword(fromStdin: passwordStdin)
-            let hash = try await PasswordHasher(cost: SignInSettings().passwordCost).hash(password)
+            let hash = try await OperatorCommand.passwordHash(fromStdin: passwordStdin)
             do {
                 try await withStore(data) { try await $0.createOperator(name: name, passwordHash: hash, now: WallClock.system.nowMillis()) }
             } catch let error as AccountError {
@@ -47,8 +46,7 @@ struct OperatorCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let password = try OperatorCommand.readPassword(fromStdin: passwordStdin)
-            let hash = try await PasswordHasher(cost: SignInSettings().passwordCost).hash(password)
+            let hash = try await OperatorCommand.passwordHash(fromStdin: passwordStdin)
             guard try await withStore(data, { try await $0.setOperatorPassword(name: name, passwordHash: hash) }) else {
                 throw ValidationError("no operator \(name); create one with `nimbus operator create \(name)`")
             }
@@ -68,6 +66,11 @@ struct OperatorCommand: AsyncParsableCommand {
                 json: .array(operators.map { .object(["name": .string($0.name), "createdAt": .int($0.createdAt)]) }),
                 text: operators.isEmpty ? "no operators" : operators.map(\.name).joined(separator: "\n"))
         }
+    }
+
+    /// The bcrypt hash (the cost of built-in accounts) of a password read as ``readPassword(fromStdin:)`` does.
+    static func passwordHash(fromStdin: Bool) async throws -> String {
+        try await PasswordHasher(cost: SignInSettings().passwordCost).hash(readPassword(fromStdin: fromStdin))
     }
 
     /// A password from standard input's first line, or asked for twice at the terminal
