@@ -159,6 +159,7 @@ def test_live_request_counter_moves(server, driver, shots):
     wait(driver).until(lambda _: total.text.isdigit() and int(total.text) >= before + 5)
     rates = driver.find_element(By.ID, "live-operations").text
     wait(driver).until(lambda _: "records/lookup" in driver.find_element(By.ID, "live-operations").text)
+    assert "nimbus" in driver.find_element(By.ID, "live-log").text
     shots(driver, "live")
     assert rates is not None
 

@@ -42,6 +42,8 @@ public struct ServerConfiguration: Sendable {
     public var containerQuotaBytes: Int64?
     /// Routes served beside the API, added after it (`nimbus serve` adds the dashboard).
     package var routeExtensions: [any RouteExtension] = []
+    /// Where the server's logger also writes, for the dashboard's live page (`nil`: nowhere).
+    public var logTail: LogTail?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

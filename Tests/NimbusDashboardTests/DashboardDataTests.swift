@@ -177,13 +177,31 @@ struct DashboardDataTests {
         }
     }
 
-    @Test("the live page counts requests by operation")
+    @Test("the live page counts requests by operation and lists recent notifications")
     func live() async throws {
         try await DashboardServer.with { server, browser in
+            let token = try await server.userToken("alice")
+            let subscribed = try await server.api(
+                "subscriptions/modify",
+                [
+                    "operations": [
+                        [
+                            "operationType": "create",
+                            "subscription": [
+                                "subscriptionID": "new-notes", "subscriptionType": "query", "query": ["recordType": "Note"],
+                                "firesOn": ["create"], "notificationInfo": ["shouldSendContentAvailable": true],
+                            ],
+                        ]
+                    ]
+                ], webAuthToken: token)
+            #expect(subscribed["subscriptions"]?.array?.first?["serverErrorCode"] == nil, "\(subscribed)")
+            _ = try await Self.saveNote(server, "watched", title: "<b>hi</b>", token: token)
             try await browser.signIn()
             let page = try await browser.get("/dashboard/live")
             #expect(page.status == 200)
             #expect(page.body.contains("data-live=\"total\""))
+            #expect(page.body.contains("<td>new-notes</td>"))
+            #expect(page.body.contains("<td>watched</td>"))
             #expect(server.server.statistics.snapshot().total > 0)
         }
     }

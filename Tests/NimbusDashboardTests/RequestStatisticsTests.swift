@@ -1,3 +1,4 @@
+import Logging
 import NimbusServer
 import Testing
 
@@ -19,5 +20,20 @@ struct RequestStatisticsTests {
         #expect(snapshot.ratesByOperation.first?.operation == "records/query")
         #expect(snapshot.latencyMillis(quantile: 0.5) == 4.096)
         #expect(snapshot.latencyMillis(quantile: 0.99) == 65.536)
+    }
+}
+
+/// The live page's log tail.
+@Suite("Log tail")
+struct LogTailTests {
+    @Test("a logger writing to the tail keeps its last lines, with metadata")
+    func keepsLastLines() {
+        let tail = LogTail(capacity: 3)
+        var logger = Logger(label: "test") { tail.handler(label: $0) }
+        logger.logLevel = .debug
+        for index in 0..<10 { logger.info("line \(index)", metadata: ["n": "\(index)"]) }
+        let lines = tail.recentLines
+        #expect(lines.count <= 6)
+        #expect(lines.last?.hasSuffix("info test: line 9 n=9") == true)
     }
 }

@@ -90,7 +90,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         MallocTuning.apply()
-        var logger = Logger(label: "nimbus")
+        let tail = LogTail()
+        var logger = Logger(label: "nimbus") { label in
+            MultiplexLogHandler([StreamLogHandler.standardError(label: label), tail.handler(label: label)])
+        }
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var configuration = ServerConfiguration(
             host: host, port: port, tombstoneRetention: .milliseconds(Int64(tombstoneRetentionDays * 86_400_000)))
@@ -102,6 +105,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.signIn.sessionIdle = .milliseconds(Int64(sessionIdleDays * 86_400_000))
         configuration.containerQuotaBytes = containerQuotaBytes
         configuration.routeExtensions = [Dashboard()]
+        configuration.logTail = tail
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         print("Dashboard: \(server.baseURL)/ (sign in as an operator; make one with `nimbus operator create NAME`)")

@@ -17,6 +17,8 @@ enum LivePage {
     /// How long one event stream lasts; the browser's `EventSource` then reconnects (so a
     /// stream never holds a shutting-down server for long).
     static let streamLifetime = 120
+    /// The log lines shown.
+    static let logLines = 60
 
     /// `GET /dashboard/live`.
     static func show(_ context: PageContext) async throws -> Response {
@@ -27,6 +29,7 @@ enum LivePage {
                 "title": "Live", "engine": context.app.store.engineName, "window": windowSeconds,
                 "numbers": stats.numbers.map { ["key": $0.0, "label": $0.1, "value": $0.2] },
                 "operations": stats.operations.map { ["cells": $0] }, "statuses": stats.statuses.map { ["cells": $0] },
+                "notifications": stats.notifications.map { ["cells": $0] }, "log": stats.log,
             ])
     }
 
@@ -34,12 +37,16 @@ enum LivePage {
         var numbers: [(String, String, String)]
         var operations: [[String]]
         var statuses: [[String]]
+        var notifications: [[String]]
+        var log: String
 
         var json: JSON {
             [
                 "numbers": .object(Dictionary(uniqueKeysWithValues: numbers.map { ($0.0, JSON.string($0.2)) })),
                 "operations": .array(operations.map { .array($0.map(JSON.string)) }),
                 "statuses": .array(statuses.map { .array($0.map(JSON.string)) }),
+                "notifications": .array(notifications.map { .array($0.map(JSON.string)) }),
+                "log": .string(log),
             ]
         }
     }
@@ -47,6 +54,13 @@ enum LivePage {
     static func stats(_ app: DashboardApp) async -> Stats {
         let snapshot = app.server.statistics.snapshot(seconds: windowSeconds)
         let push = await app.server.push.connectedDevices
+        let notifications = await app.server.push.recentNotifications.map { notification in
+            [
+                notification.recipient.container, notification.recipient.environment.rawValue,
+                notification.recipient.userRecordName, notification.kind.rawValue, notification.subscriptionID,
+                notification.zoneName ?? "", notification.recordName ?? "",
+            ]
+        }
         let millis = { (q: Double) in snapshot.latencyMillis(quantile: q).map { "≤ \(Format.decimal($0)) ms" } ?? "–" }
         return Stats(
             numbers: [
@@ -58,7 +72,10 @@ enum LivePage {
                 ("uptime", "Up for", "\(app.server.statistics.uptime.components.seconds) s"),
             ],
             operations: snapshot.ratesByOperation.map { [$0.operation, Format.decimal($0.perSecond)] },
-            statuses: snapshot.byStatus.sorted { $0.key < $1.key }.map { [String($0.key), String($0.value)] })
+            statuses: snapshot.byStatus.sorted { $0.key < $1.key }.map { [String($0.key), String($0.value)] },
+            notifications: notifications,
+            log: app.server.logTail.map { $0.recentLines.suffix(logLines).joined(separator: "\n") }
+                ?? "This server's logger does not keep a tail (nimbus serve does).")
     }
 
     /// `GET /dashboard/live/events`: an event `stats` every second.

@@ -40,6 +40,9 @@ enum Script {
               });
               fillRows("live-operations", data.operations);
               fillRows("live-statuses", data.statuses);
+              fillRows("live-notifications", data.notifications);
+              var log = document.getElementById("live-log");
+              if (log) { log.textContent = data.log; }
             });
           }
           function fillRows(id, rows) {

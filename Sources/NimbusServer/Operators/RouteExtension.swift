@@ -26,6 +26,8 @@ package struct ServerParts: Sendable {
     package let logger: Logger
     /// Bcrypt, as built-in accounts use it, off the cooperative pool.
     package let passwords: PasswordHasher
+    /// The server's last log lines, if its logger writes them there.
+    package var logTail: LogTail? { configuration.logTail }
 }
 
 extension ServerParts {
