@@ -129,11 +129,12 @@ def driver():
 def shots():
     folder = os.environ.get("NIMBUS_SCREENSHOTS")
 
-    def take(driver, name):
+    def take(driver, name, width=1280):
         if folder:
             os.makedirs(folder, exist_ok=True)
+            driver.set_window_size(width, 900)
             height = driver.execute_script("return document.body.scrollHeight")
-            driver.set_window_size(1280, max(900, min(height + 40, 2400)))
+            driver.set_window_size(width, max(900, min(height + 40, 2400)))
             driver.save_screenshot(os.path.join(folder, f"{name}.png"))
             driver.set_window_size(1280, 900)
     return take

@@ -60,6 +60,7 @@ def test_create_container(server, driver, shots):
     wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "p.notice"), "created"))
     server.api_token = driver.find_element(By.ID, "secret").text.strip()
     assert re.fullmatch(r"[0-9a-f]{32,}", server.api_token), server.api_token
+    shots(driver, "container")
     driver.get(server.base_url + "/dashboard")
     assert CONTAINER in driver.find_element(By.CSS_SELECTOR, "ul.containers").text
     shots(driver, "containers")
@@ -84,6 +85,7 @@ def test_edit_in_the_dashboard_reads_back_through_the_api(server, driver, shots)
     title.send_keys("Edited in the dashboard")
     driver.find_element(By.CSS_SELECTOR, "#edit button[type=submit]").click()
     wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "p.notice"), "Saved"))
+    shots(driver, "record-phone", width=390)
     assert look_up(server, "first-note")["fields"]["title"]["value"] == "Edited in the dashboard"
 
 

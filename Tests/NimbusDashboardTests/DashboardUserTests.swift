@@ -55,6 +55,13 @@ struct DashboardUserTests {
             try await browser.signIn()
             let page = try await browser.get("/dashboard/user?c=\(Self.c)&u=\(bob.recordName)")
             let csrf = try #require(Browser.hidden("csrf", in: page.body))
+            #expect(!page.body.contains("checked"))
+            let discoverable = try await browser.post(
+                "/dashboard/user/discoverable", ["csrf": csrf, "c": Self.c, "u": bob.recordName, "discoverable": "on"])
+            #expect(discoverable.body.contains("bob is discoverable"))
+            #expect(discoverable.body.contains("name=\"discoverable\" checked"))
+            let found = try await server.server.store.discoverableUsers(emailAddresses: ["bob@example.com"], recordNames: [], container: Self.c)
+            #expect(found.map(\.name) == ["bob"])
             let wrong = try await browser.post("/dashboard/user/delete", ["csrf": csrf, "c": Self.c, "u": bob.recordName, "confirm": "nope"])
             #expect(wrong.body.contains("Not deleted"))
             let deleted = try await browser.post("/dashboard/user/delete", ["csrf": csrf, "c": Self.c, "u": bob.recordName, "confirm": "bob"])

@@ -38,6 +38,9 @@ enum UserPages {
         }
         let sessions = try await context.app.store.listSessions(container: container, userName: user.name)
         let privateAccess = try await context.app.store.operatorsMayReadPrivateData(container: container)
+        let discoverable = try await !context.app.store.discoverableUsers(
+            emailAddresses: [], recordNames: [recordName], container: container
+        ).isEmpty
         var values: [String: Any] = [
             "title": user.name, "container": container, "cq": DashboardApp.query([("c", container)]),
             "usersQ": DashboardApp.query([("c", container)]), "message": message as Any,
@@ -48,7 +51,7 @@ enum UserPages {
                     "lastSeen": Format.date(session.lastSeenAt), "revoked": session.revoked,
                 ] as [String: Any]
             },
-            "privateAccess": privateAccess,
+            "privateAccess": privateAccess, "discoverable": discoverable,
         ]
         if privateAccess {
             values["databases"] = ContainerEnvironment.allCases.map { environment in
@@ -79,6 +82,19 @@ enum UserPages {
         else { throw DashboardError(status: .notFound, title: "No such session", message: "No session \(id) of this user.") }
         let revoked = try await context.app.store.revokeSession(id: id)
         return try await show(context, message: revoked ? "Session revoked." : "The session was already revoked.")
+    }
+
+    /// `POST /dashboard/user/discoverable`: opts the user in to discovery or out, as
+    /// `nimbus user discoverable` does.
+    static func setDiscoverable(_ context: PageContext) async throws -> Response {
+        let container = try await context.container()
+        let recordName = try context.required("u", what: "user")
+        guard let user = try await context.app.store.user(recordName: recordName, container: container) else {
+            throw DashboardError(status: .notFound, title: "No such user", message: "\(container) has no user \(recordName).")
+        }
+        let on = context.form["discoverable"] == "on"
+        _ = try await context.app.store.setDiscoverable(on, userName: user.name, container: container)
+        return try await show(context, message: on ? "\(user.name) is discoverable." : "\(user.name) is no longer discoverable.")
     }
 
     /// `POST /dashboard/user/delete`: `accounts/delete` as the user, after the operator typed

@@ -18,6 +18,12 @@ enum UserTemplates {
         <h1>{{name}}</h1>
         {{#message}}<p class="notice" role="status">{{message}}</p>{{/message}}
         <p>Email {{email}} · record name <code>{{recordName}}</code></p>
+        <form method="post" action="/dashboard/user/discoverable" class="inline">
+          <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="c" value="{{container}}"><input type="hidden" name="u" value="{{recordName}}">
+          <input type="checkbox" id="discoverable" name="discoverable" {{#discoverable}}checked{{/discoverable}}>
+          <label for="discoverable">Discoverable by the container's other users (email address, record name)</label>
+          <button type="submit">Save</button>
+        </form>
         <h2>Sessions</h2>
         <div class="table-wrap"><table><thead><tr><th scope="col">Session</th><th scope="col">Device</th><th scope="col">Last seen</th><th scope="col"></th></tr></thead>
         <tbody>{{#sessions}}<tr><td><code>{{id}}</code></td><td>{{device}}</td><td>{{lastSeen}}</td><td>{{#revoked}}revoked{{/revoked}}{{^revoked}}
