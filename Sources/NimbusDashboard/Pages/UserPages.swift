@@ -68,6 +68,9 @@ enum UserPages {
                     "json": subscription.serialized(),
                 ]
             }
+            let collection = try await context.perform(
+                .notificationsChanges, container: container, environment: .development, body: ["resultsLimit": 50])
+            values["notifications"] = (collection["notifications"]?.array ?? []).map { ["json": $0.serialized()] }
         }
         return context.render("user", values)
     }

@@ -36,6 +36,8 @@ enum UserTemplates {
         <ul>{{#databases}}<li><a href="/dashboard/zones?{{q}}">{{environment}}</a></li>{{/databases}}</ul>
         <h2>Subscriptions (development)</h2>
         <ul>{{#subscriptions}}<li><code>{{id}}</code> {{type}}<pre>{{json}}</pre></li>{{/subscriptions}}</ul>
+        <h2>Notification collection (development, first 50)</h2>
+        <ul id="notifications">{{#notifications}}<li><pre>{{json}}</pre></li>{{/notifications}}</ul>
         {{/privateAccess}}
         {{^privateAccess}}<p class="muted">This container does not let operators read users' private databases or subscriptions (see the container's page).</p>{{/privateAccess}}
         <h2>Delete the account</h2>
