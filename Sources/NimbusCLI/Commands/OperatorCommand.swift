@@ -18,13 +18,12 @@ struct OperatorCommand: AsyncParsableCommand {
                 with --password-stdin (8 to 72 bytes). It is stored as a bcrypt hash.
                 """)
         @Argument(help: "The operator's name (letters, digits, '.', '-', '_', '@').") var name: String
-        @Flag(name: .long, help: "Read the password from standard input instead of asking for it.")
-        var passwordStdin = false
+        @OptionGroup var password: PasswordInput
         @OptionGroup var data: DataOptions
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let hash = try await OperatorCommand.passwordHash(fromStdin: passwordStdin)
+            let hash = try await password.hash()
             do {
                 try await withStore(data) { try await $0.createOperator(name: name, passwordHash: hash, now: WallClock.system.nowMillis()) }
             } catch let error as AccountError {
@@ -40,13 +39,12 @@ struct OperatorCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set an operator's password; their dashboard sessions end.")
         @Argument var name: String
-        @Flag(name: .long, help: "Read the password from standard input instead of asking for it.")
-        var passwordStdin = false
+        @OptionGroup var password: PasswordInput
         @OptionGroup var data: DataOptions
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let hash = try await OperatorCommand.passwordHash(fromStdin: passwordStdin)
+            let hash = try await password.hash()
             guard try await withStore(data, { try await $0.setOperatorPassword(name: name, passwordHash: hash) }) else {
                 throw ValidationError("no operator \(name); create one with `nimbus operator create \(name)`")
             }
@@ -68,10 +66,6 @@ struct OperatorCommand: AsyncParsableCommand {
         }
     }
 
-    /// The bcrypt hash (the cost of built-in accounts) of a password read as ``readPassword(fromStdin:)`` does.
-    static func passwordHash(fromStdin: Bool) async throws -> String {
-        try await PasswordHasher(cost: SignInSettings().passwordCost).hash(readPassword(fromStdin: fromStdin))
-    }
 
     /// A password from standard input's first line, or asked for twice at the terminal
     /// without echo; checked with the rules of built-in accounts.
@@ -90,5 +84,16 @@ struct OperatorCommand: AsyncParsableCommand {
         }
         do { try PasswordHasher.check(password) } catch { throw ValidationError(error.reason) }
         return password
+    }
+}
+
+/// Where an operator's password comes from: the terminal, or standard input.
+struct PasswordInput: ParsableArguments {
+    @Flag(name: .long, help: "Read the password from standard input instead of asking for it.")
+    var passwordStdin = false
+
+    /// The bcrypt hash (the cost of built-in accounts) of the password read.
+    func hash() async throws -> String {
+        try await PasswordHasher(cost: SignInSettings().passwordCost).hash(OperatorCommand.readPassword(fromStdin: passwordStdin))
     }
 }

@@ -31,11 +31,7 @@ enum UserPages {
 
     /// `GET /dashboard/user?c=…&u=RECORD_NAME`.
     static func show(_ context: PageContext, message: String? = nil) async throws -> Response {
-        let container = try await context.container()
-        let recordName = try context.required("u", what: "user")
-        guard let user = try await context.app.store.user(recordName: recordName, container: container) else {
-            throw DashboardError(status: .notFound, title: "No such user", message: "\(container) has no user \(recordName).")
-        }
+        let (container, recordName, user) = try await requestedUser(context)
         let sessions = try await context.app.store.listSessions(container: container, userName: user.name)
         let privateAccess = try await context.app.store.operatorsMayReadPrivateData(container: container)
         let discoverable = try await !context.app.store.discoverableUsers(
@@ -75,13 +71,21 @@ enum UserPages {
         return context.render("user", values)
     }
 
+    /// The container `c` and its user `u`.
+    static func requestedUser(_ context: PageContext) async throws -> (container: String, recordName: String, user: UserIdentity) {
+        let container = try await context.container()
+        let recordName = try context.required("u", what: "user")
+        guard let user = try await context.app.store.user(recordName: recordName, container: container) else {
+            throw DashboardError(status: .notFound, title: "No such user", message: "\(container) has no user \(recordName).")
+        }
+        return (container, recordName, user)
+    }
+
     /// `POST /dashboard/user/session/revoke`: as `nimbus session revoke`.
     static func revokeSession(_ context: PageContext) async throws -> Response {
-        let container = try await context.container()
+        let (container, _, user) = try await requestedUser(context)
         let id = try context.required("session", what: "session ID")
-        let recordName = try context.required("u", what: "user")
-        guard let user = try await context.app.store.user(recordName: recordName, container: container),
-            try await context.app.store.listSessions(container: container, userName: user.name).contains(where: { $0.id == id })
+        guard try await context.app.store.listSessions(container: container, userName: user.name).contains(where: { $0.id == id })
         else { throw DashboardError(status: .notFound, title: "No such session", message: "No session \(id) of this user.") }
         let revoked = try await context.app.store.revokeSession(id: id)
         return try await show(context, message: revoked ? "Session revoked." : "The session was already revoked.")
@@ -90,11 +94,7 @@ enum UserPages {
     /// `POST /dashboard/user/discoverable`: opts the user in to discovery or out, as
     /// `nimbus user discoverable` does.
     static func setDiscoverable(_ context: PageContext) async throws -> Response {
-        let container = try await context.container()
-        let recordName = try context.required("u", what: "user")
-        guard let user = try await context.app.store.user(recordName: recordName, container: container) else {
-            throw DashboardError(status: .notFound, title: "No such user", message: "\(container) has no user \(recordName).")
-        }
+        let (container, _, user) = try await requestedUser(context)
         let on = context.form["discoverable"] == "on"
         _ = try await context.app.store.setDiscoverable(on, userName: user.name, container: container)
         return try await show(context, message: on ? "\(user.name) is discoverable." : "\(user.name) is no longer discoverable.")
@@ -103,11 +103,7 @@ enum UserPages {
     /// `POST /dashboard/user/delete`: `accounts/delete` as the user, after the operator typed
     /// the user's name.
     static func delete(_ context: PageContext) async throws -> Response {
-        let container = try await context.container()
-        let recordName = try context.required("u", what: "user")
-        guard let user = try await context.app.store.user(recordName: recordName, container: container) else {
-            throw DashboardError(status: .notFound, title: "No such user", message: "\(container) has no user \(recordName).")
-        }
+        let (container, recordName, user) = try await requestedUser(context)
         guard context.form["confirm"] == user.name else {
             return try await show(context, message: "Not deleted: type the user's name (\(user.name)) to confirm.")
         }
