@@ -206,3 +206,51 @@ struct DashboardDataTests {
         }
     }
 }
+
+/// Asset fields on a record page: a download link and an image preview, with the API's
+/// signed download URL.
+@Suite("Dashboard assets")
+struct DashboardAssetTests {
+    @Test("an asset field shows as a download link and a preview that serve the uploaded bytes")
+    func assetLinks() async throws {
+        try await DashboardServer.with { server, browser in
+            let token = try await server.userToken("alice")
+            let upload = try await server.api(
+                "assets/upload",
+                ["tokens": [["recordName": "photo", "recordType": "Photo", "fieldName": "image"]]], webAuthToken: token)
+            let url = try #require(upload["tokens"]?.array?.first?["url"]?.string, "\(upload)")
+            let bytes: [UInt8] = Array("not really a PNG".utf8)
+            var request = HTTPClientRequest(url: url)
+            request.method = .POST
+            request.body = .bytes(ByteBuffer(bytes: bytes))
+            let posted = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let singleFile = try #require(try JSON.parse(Array(try await posted.body.collect(upTo: 1 << 20).readableBytesView))["singleFile"])
+            let saved = try await server.api(
+                "records/modify",
+                [
+                    "operations": [
+                        [
+                            "operationType": "create",
+                            "record": [
+                                "recordName": "photo", "recordType": "Photo",
+                                "fields": ["image": ["type": "ASSETID", "value": singleFile]],
+                            ],
+                        ]
+                    ]
+                ], webAuthToken: token)
+            #expect(saved["records"]?.array?.first?["serverErrorCode"] == nil, "\(saved)")
+
+            try await browser.signIn()
+            let page = try await browser.get("/dashboard/record?c=\(DashboardServer.container)&record=photo")
+            #expect(page.body.contains("Download (\(bytes.count) bytes)"))
+            let marker = "<img class=\"asset-preview\" src=\""
+            let start = try #require(page.body.range(of: marker))
+            let rest = page.body[start.upperBound...]
+            let href = String(rest[..<rest.firstIndex(of: "\"")!]).replacingOccurrences(of: "&amp;", with: "&")
+            #expect(href.hasPrefix(server.server.baseURL + "/assets/1/download/"))
+            let download = try await HTTPClient.shared.execute(HTTPClientRequest(url: href), timeout: .seconds(30))
+            #expect(download.status == .ok)
+            #expect(Array(try await download.body.collect(upTo: 1 << 20).readableBytesView) == bytes)
+        }
+    }
+}
