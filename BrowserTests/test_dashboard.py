@@ -1,9 +1,11 @@
 """The dashboard in a real browser against a real server, in the order an operator works:
 each test builds on the state the ones before left (pytest runs a file's tests in order)."""
+import base64
 import json
 import os
 import re
 import subprocess
+import urllib.request
 
 import pytest
 from selenium.common.exceptions import NoAlertPresentException
@@ -115,6 +117,27 @@ def test_script_in_a_field_is_shown_as_text(server, driver):
     assert driver.execute_script("return window.pwned") is None
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.text
+
+
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+
+def test_image_asset_is_previewed(server, driver):
+    upload = server.api("assets/upload", {"tokens": [
+        {"recordName": "picture", "recordType": "Picture", "fieldName": "image"}]}, state["user"])
+    request = urllib.request.Request(upload["tokens"][0]["url"], data=PNG_1X1, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        single_file = json.loads(response.read())["singleFile"]
+    answer = server.api("records/modify", {"operations": [{"operationType": "create", "record": {
+        "recordName": "picture", "recordType": "Picture",
+        "fields": {"image": {"type": "ASSETID", "value": single_file}}}}]}, state["user"])
+    assert "serverErrorCode" not in answer["records"][0], answer
+    open_record(driver, server, "picture")
+    preview = wait(driver).until(EC.presence_of_element_located((By.CSS_SELECTOR, "img.asset-preview")))
+    wait(driver).until(lambda _: driver.execute_script(
+        "return arguments[0].complete && arguments[0].naturalWidth", preview) == 1)
+    assert "Download (" in driver.find_element(By.CSS_SELECTOR, "td.value[data-field=image]").text
 
 
 def test_query_builder(server, driver, shots):

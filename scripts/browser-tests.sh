@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 export SWIFT_DETERMINISTIC_HASHING=1
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+export DEBIAN_FRONTEND=noninteractive
 
 if ! command -v chromedriver >/dev/null || ! command -v curl >/dev/null \
     || ! { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; }; then
