@@ -11,12 +11,12 @@ cd "$(dirname "$0")/.."
 export SWIFT_DETERMINISTIC_HASHING=1
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-export DEBIAN_FRONTEND=noninteractive
 
 if ! command -v chromedriver >/dev/null || ! command -v curl >/dev/null \
     || ! { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; }; then
     packages="chromium chromium-driver curl"
-    as_root apt-get install -y $packages || { as_root apt-get update && as_root apt-get install -y $packages; }
+    apt() { as_root env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
+    apt install -y $packages || { apt update && apt install -y $packages; }
 fi
 
 VENV=.venv-browser

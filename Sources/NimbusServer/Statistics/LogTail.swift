@@ -16,6 +16,7 @@ public final class LogTail: Sendable {
     public let capacity: Int
     private let lines: NIOLockedValueBox<[String]>
 
+    /// A tail that keeps the last `capacity` lines (and, between trims, up to twice as many).
     public init(capacity: Int = 200) {
         self.capacity = max(capacity, 1)
         self.lines = NIOLockedValueBox([])

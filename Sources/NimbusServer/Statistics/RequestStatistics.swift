@@ -25,6 +25,7 @@ public final class RequestStatistics: Sendable {
     private let state = NIOLockedValueBox(State())
     private let start = ContinuousClock.now
 
+    /// Empty statistics, starting now.
     public init() {}
 
     /// How long the statistics (the server) have been running.
@@ -90,6 +91,7 @@ public struct RequestStatisticsSnapshot: Sendable, Equatable {
     /// Bucket `i`: requests that took less than 2^i microseconds.
     public var latencyBuckets: [Int]
 
+    /// A snapshot of these numbers (``RequestStatistics/snapshot(seconds:)`` makes them).
     public init(total: Int, seconds: Int, byOperation: [String: Int], byStatus: [Int: Int], latencyBuckets: [Int]) {
         self.total = total
         self.seconds = seconds
