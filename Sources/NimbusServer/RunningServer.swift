@@ -89,11 +89,12 @@ public final class RunningServer: Sendable {
             accounts: store, signatureWindow: configuration.signatureWindow, clock: configuration.clock)
         authenticator.sessionPolicy = SessionPolicy(configuration.signIn)
         authenticator.sessions = store
-        let responder = APIResponder(
+        let statistics = RequestStatistics()
+        var responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,
             publicBaseURL: configuration.push.publicBaseURL, assetLinks: links,
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
-        let statistics = RequestStatistics()
+        responder.statistics = statistics
         let router = Routes.build(responder: responder, statistics: statistics)
         SignInPage.add(to: router, page: SignInPage(accounts: accounts, publicBaseURL: configuration.push.publicBaseURL))
         AssetRoutes.add(

@@ -1,5 +1,5 @@
 import Logging
-import NimbusServer
+@testable import NimbusServer
 import Testing
 
 /// The live page's numbers, without a server.
@@ -20,6 +20,39 @@ struct RequestStatisticsTests {
         #expect(snapshot.ratesByOperation.first?.operation == "records/query")
         #expect(snapshot.latencyMillis(quantile: 0.5) == 4.096)
         #expect(snapshot.latencyMillis(quantile: 0.99) == 65.536)
+    }
+}
+
+/// Counting by the second, with instants the test chooses.
+@Suite("Request statistics windows")
+struct RequestStatisticsWindowTests {
+    @Test("a snapshot sums the complete seconds of its window, error codes included, and forgets older ones")
+    func window() {
+        let statistics = RequestStatistics()
+        let start = ContinuousClock.now
+        func at(_ seconds: Int) -> ContinuousClock.Instant { start + .seconds(seconds) }
+        statistics.record(operation: "records/modify", status: 409, duration: .milliseconds(5), at: at(1))
+        statistics.recordError(code: "CONFLICT", at: at(1))
+        statistics.record(operation: "records/query", status: 200, duration: .milliseconds(1), at: at(2))
+        statistics.record(operation: "records/query", status: 200, duration: .milliseconds(1), at: at(3))
+        let now = statistics.snapshot(seconds: 5, at: at(3))
+        #expect(now.byOperation == ["records/modify": 1, "records/query": 1])
+        #expect(now.byErrorCode == ["CONFLICT": 1])
+        #expect(now.total == 3)
+        let later = statistics.snapshot(seconds: 5, at: at(70))
+        #expect(later.requests == 0)
+        #expect(later.byErrorCode.isEmpty)
+    }
+
+    @Test("operations are named from the API's table, never from arbitrary paths")
+    func operationNames() {
+        #expect(RequestStatisticsMiddleware.operation(ofPath: "/database/1/c/development/public/records/query") == "records/query")
+        #expect(RequestStatisticsMiddleware.operation(ofPath: "/database/1/c/development/tokens/create") == "tokens/create")
+        #expect(RequestStatisticsMiddleware.operation(ofPath: "/database/1/c/development/public/<script>") == "other")
+        #expect(RequestStatisticsMiddleware.operation(ofPath: "/assets/1/download/x/y") == "assets/download")
+        #expect(RequestStatisticsMiddleware.operation(ofPath: "/dashboard/live") == "dashboard")
+        #expect(RequestStatisticsMiddleware.operation(ofPath: "/") == "dashboard")
+        #expect(RequestStatisticsMiddleware.operation(ofPath: "/../../etc") == "other")
     }
 }
 

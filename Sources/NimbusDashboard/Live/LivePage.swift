@@ -29,6 +29,7 @@ enum LivePage {
                 "title": "Live", "engine": context.app.store.engineName, "window": windowSeconds,
                 "numbers": stats.numbers.map { ["key": $0.0, "label": $0.1, "value": $0.2] },
                 "operations": stats.operations.map { ["cells": $0] }, "statuses": stats.statuses.map { ["cells": $0] },
+                "errorCodes": stats.errorCodes.map { ["cells": $0] },
                 "notifications": stats.notifications.map { ["cells": $0] }, "log": stats.log,
             ])
     }
@@ -37,6 +38,7 @@ enum LivePage {
         var numbers: [(String, String, String)]
         var operations: [[String]]
         var statuses: [[String]]
+        var errorCodes: [[String]]
         var notifications: [[String]]
         var log: String
 
@@ -45,6 +47,7 @@ enum LivePage {
                 "numbers": .object(Dictionary(uniqueKeysWithValues: numbers.map { ($0.0, JSON.string($0.2)) })),
                 "operations": .array(operations.map { .array($0.map(JSON.string)) }),
                 "statuses": .array(statuses.map { .array($0.map(JSON.string)) }),
+                "errorCodes": .array(errorCodes.map { .array($0.map(JSON.string)) }),
                 "notifications": .array(notifications.map { .array($0.map(JSON.string)) }),
                 "log": .string(log),
             ]
@@ -73,6 +76,7 @@ enum LivePage {
             ],
             operations: snapshot.ratesByOperation.map { [$0.operation, Format.decimal($0.perSecond)] },
             statuses: snapshot.byStatus.sorted { $0.key < $1.key }.map { [String($0.key), String($0.value)] },
+            errorCodes: snapshot.byErrorCode.sorted { $0.key < $1.key }.map { [$0.key, String($0.value)] },
             notifications: notifications,
             log: app.server.logTail.map { $0.recentLines.suffix(logLines).joined(separator: "\n") }
                 ?? "This server's logger does not keep a tail (nimbus serve does).")

@@ -41,6 +41,7 @@ enum Script {
               fillRows("live-operations", data.operations);
               fillRows("live-statuses", data.statuses);
               fillRows("live-notifications", data.notifications);
+              fillRows("live-errors", data.errorCodes);
               var log = document.getElementById("live-log");
               if (log) { log.textContent = data.log; }
             });

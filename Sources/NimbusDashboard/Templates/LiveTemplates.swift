@@ -24,6 +24,9 @@ enum LiveTemplates {
         <h2>Responses by status</h2>
         <div class="table-wrap"><table><thead><tr><th scope="col">HTTP status</th><th scope="col">Responses</th></tr></thead>
         <tbody id="live-statuses">{{#statuses}}<tr>{{#cells}}<td>{{.}}</td>{{/cells}}</tr>{{/statuses}}</tbody></table></div>
+        <h2>API errors by code</h2>
+        <div class="table-wrap"><table><thead><tr><th scope="col">serverErrorCode</th><th scope="col">Requests</th></tr></thead>
+        <tbody id="live-errors">{{#errorCodes}}<tr>{{#cells}}<td>{{.}}</td>{{/cells}}</tr>{{/errorCodes}}</tbody></table></div>
         <h2>Recent notifications</h2>
         <div class="table-wrap"><table><thead><tr><th scope="col">Container</th><th scope="col">Environment</th><th scope="col">User</th>
         <th scope="col">Kind</th><th scope="col">Subscription</th><th scope="col">Zone</th><th scope="col">Record</th></tr></thead>

@@ -14,6 +14,7 @@ public final class RequestStatistics: Sendable {
         var second: Int64 = -1
         var byOperation: [String: Int] = [:]
         var byStatus: [Int: Int] = [:]
+        var byErrorCode: [String: Int] = [:]
         var latency = [Int](repeating: 0, count: RequestStatistics.bucketCount)
     }
 
@@ -55,6 +56,20 @@ public final class RequestStatistics: Sendable {
         }
     }
 
+    /// Counts an API request that failed with a CloudKit error code (`AUTHENTICATION_FAILED`, …).
+    public func recordError(code: String) {
+        recordError(code: code, at: ContinuousClock.now)
+    }
+
+    func recordError(code: String, at instant: ContinuousClock.Instant) {
+        let second = second(of: instant)
+        state.withLockedValue { state in
+            let index = Int(second % Int64(Self.windowSeconds))
+            if state.slots[index].second != second { state.slots[index] = Slot(second: second) }
+            state.slots[index].byErrorCode[code, default: 0] += 1
+        }
+    }
+
     /// The last `seconds` complete seconds (at most ``windowSeconds`` − 1) and the total.
     public func snapshot(seconds: Int = 10) -> RequestStatisticsSnapshot {
         snapshot(seconds: seconds, at: ContinuousClock.now)
@@ -66,17 +81,21 @@ public final class RequestStatistics: Sendable {
         let oldest = now - Int64(seconds)
         var byOperation: [String: Int] = [:]
         var byStatus: [Int: Int] = [:]
+        var byErrorCode: [String: Int] = [:]
         var latency = [Int](repeating: 0, count: Self.bucketCount)
         let total = state.withLockedValue { state in
             for slot in state.slots where slot.second >= oldest && slot.second < now {
                 byOperation.merge(slot.byOperation, uniquingKeysWith: +)
                 byStatus.merge(slot.byStatus, uniquingKeysWith: +)
+                byErrorCode.merge(slot.byErrorCode, uniquingKeysWith: +)
                 for index in latency.indices { latency[index] += slot.latency[index] }
             }
             return state.total
         }
-        return RequestStatisticsSnapshot(
+        var snapshot = RequestStatisticsSnapshot(
             total: total, seconds: seconds, byOperation: byOperation, byStatus: byStatus, latencyBuckets: latency)
+        snapshot.byErrorCode = byErrorCode
+        return snapshot
     }
 }
 
@@ -88,6 +107,9 @@ public struct RequestStatisticsSnapshot: Sendable, Equatable {
     public var seconds: Int
     public var byOperation: [String: Int]
     public var byStatus: [Int: Int]
+    /// API requests that failed, by CloudKit `serverErrorCode` (per-item errors inside a
+    /// successful response are not counted).
+    public var byErrorCode: [String: Int] = [:]
     /// Bucket `i`: requests that took less than 2^i microseconds.
     public var latencyBuckets: [Int]
 
