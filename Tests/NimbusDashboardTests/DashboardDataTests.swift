@@ -116,6 +116,32 @@ struct DashboardDataTests {
         }
     }
 
+    @Test("a zone's records come in pages of 50 with a link to the next")
+    func paging() async throws {
+        try await DashboardServer.with { server, browser in
+            let token = try await server.userToken("alice")
+            let operations: [JSON] = (0..<60).map { index in
+                [
+                    "operationType": "create",
+                    "record": ["recordName": .string("r\(index)"), "recordType": "Note", "fields": ["title": ["value": "t"]]],
+                ]
+            }
+            _ = try await server.api("records/modify", ["operations": .array(operations)], webAuthToken: token)
+            try await browser.signIn()
+            let first = try await browser.get("/dashboard/records?c=\(Self.c)&zone=_defaultZone")
+            let rows = { (html: String) in html.components(separatedBy: "<tr><td><a href=\"/dashboard/record?").count - 1 }
+            #expect(rows(first.body) == 50)
+            let marker = "<a href=\"/dashboard/records?"
+            let start = try #require(first.body.range(of: marker + "c=", options: .backwards))
+            let rest = first.body[start.lowerBound...].dropFirst("<a href=\"".count)
+            let next = String(rest[..<rest.firstIndex(of: "\"")!]).replacingOccurrences(of: "&amp;", with: "&")
+            #expect(next.contains("page="))
+            let second = try await browser.get(next)
+            #expect(rows(second.body) == 10)
+            #expect(!second.body.contains("rel=\"next\""))
+        }
+    }
+
     @Test("the query builder runs records/query and shows the request as curl")
     func query() async throws {
         try await DashboardServer.with { server, browser in
