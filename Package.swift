@@ -38,6 +38,8 @@ let package = Package(
         // ID tokens of identity providers (Sign in with Apple, Google, any OpenID Connect issuer).
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        // The dashboard's server-rendered pages.
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
@@ -105,6 +107,27 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             resources: [.copy("Resources/openapi.yaml")],
+            swiftSettings: swiftSettings
+        ),
+        // The operators' dashboard at `/`: server-rendered pages over the same store, schema and
+        // API code as the HTTP API. `nimbus serve` mounts it through `ServerConfiguration.routeExtensions`.
+        .target(
+            name: "NimbusDashboard",
+            dependencies: [
+                "NimbusProtocol",
+                "NimbusStore",
+                "NimbusServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                // Server-to-server key pairs made from the container page.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                // The live page's event stream ends when the server shuts down.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Client SDK: container, databases, async API and operations, push client, errors, retry.
@@ -198,6 +221,7 @@ let package = Package(
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusServer",
+                "NimbusDashboard",
                 "Nimbus",
                 "NimbusSync",
                 "ReadingList",
@@ -312,6 +336,18 @@ let package = Package(
                 "NimbusStore",
                 "NimbusPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The dashboard's HTTP behaviour against a real server (sessions, CSRF, escaping, conflicts).
+        .testTarget(
+            name: "NimbusDashboardTests",
+            dependencies: [
+                "NimbusDashboard", "NimbusServer", "NimbusStore", "NimbusProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -80,6 +80,7 @@ extension PostgresStore {
         Migration(version: 10, statements: usageSchema),
         sessionsMigration,
         identityLoginsMigration,
+        operatorsMigration,
     ]
 
     /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created

@@ -22,11 +22,14 @@ public final class RunningServer: Sendable {
     /// The storage engine: also the provisioning API (containers, users, tokens, keys).
     public let store: any NimbusStorage
     public let configuration: ServerConfiguration
-    /// Every route the HTTP router registers (`POST /database/**`, `GET /health`, …); the
-    /// OpenAPI test checks that `openapi.yaml` describes each.
+    /// Every route of the API the HTTP router registers (`POST /database/**`, `GET /health`,
+    /// …); the OpenAPI test checks that `openapi.yaml` describes each. Routes of
+    /// ``ServerConfiguration/routeExtensions`` (the dashboard) are not listed.
     public let routes: [RegisteredRoute]
     /// The push hub: connected devices and the delivery of committed notifications.
     public let push: PushHub
+    /// What this node served lately (the dashboard's live page).
+    public let statistics: RequestStatistics
     private let serviceGroup: ServiceGroup
     private let runTask: Task<Void, any Error>
     private let collector: AssetCollector
@@ -36,8 +39,10 @@ public final class RunningServer: Sendable {
 
     private init(
         port: Int, store: any NimbusStorage, configuration: ServerConfiguration, routes: [RegisteredRoute],
-        push: PushHub, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>, collector: AssetCollector
+        push: PushHub, statistics: RequestStatistics, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>,
+        collector: AssetCollector
     ) {
+        self.statistics = statistics
         self.collector = collector
         self.port = port
         self.host = configuration.host
@@ -91,11 +96,13 @@ public final class RunningServer: Sendable {
             accounts: store, signatureWindow: configuration.signatureWindow, clock: configuration.clock)
         authenticator.sessionPolicy = SessionPolicy(configuration.signIn)
         authenticator.sessions = store
-        let responder = APIResponder(
+        let statistics = RequestStatistics()
+        var responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,
             publicBaseURL: configuration.push.publicBaseURL, assetLinks: links,
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
-        let router = Routes.build(responder: responder)
+        responder.statistics = statistics
+        let router = Routes.build(responder: responder, statistics: statistics)
         SignInPage.add(to: router, page: SignInPage(accounts: accounts, publicBaseURL: configuration.push.publicBaseURL))
         ShareLinkPage.add(to: router)
         AssetRoutes.add(
@@ -111,6 +118,17 @@ public final class RunningServer: Sendable {
             to: router, channel: pushChannel,
             courier: WebCourier(hub: hub, store: store, settings: configuration.push, clock: configuration.clock))
         let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
+        // Beside the API, not part of it (nor of `routes`, which openapi.yaml describes).
+        let parts = ServerParts(
+            store: store,
+            gateway: OperatorGateway(
+                api: api, assetLinks: links, assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds,
+                publicBaseURL: configuration.push.publicBaseURL),
+            push: hub, statistics: statistics, configuration: configuration, logger: logger,
+            passwords: PasswordHasher(cost: configuration.signIn.passwordCost))
+        for routeExtension in configuration.routeExtensions {
+            routeExtension.addRoutes(to: router, server: parts)
+        }
         let limiter = ConnectionLimiter(limit: configuration.connections.maxConnectionsPerAddress)
         let app = Application(
             router: router,
@@ -158,7 +176,7 @@ public final class RunningServer: Sendable {
             throw CloudKitError(.internalError, "the server stopped before it started listening")
         }
         return RunningServer(
-            port: port, store: store, configuration: configuration, routes: routes, push: hub, serviceGroup: group,
+            port: port, store: store, configuration: configuration, routes: routes, push: hub, statistics: statistics, serviceGroup: group,
             runTask: runTask, collector: collector)
     }
 

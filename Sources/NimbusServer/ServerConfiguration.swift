@@ -40,6 +40,10 @@ public struct ServerConfiguration: Sendable {
     /// quota. Over it, saves to the public database fail with QUOTA_EXCEEDED and write
     /// nothing; deletes free space at once.
     public var containerQuotaBytes: Int64?
+    /// Routes served beside the API, added after it (`nimbus serve` adds the dashboard).
+    package var routeExtensions: [any RouteExtension] = []
+    /// Where the server's logger also writes, for the dashboard's live page (`nil`: nowhere).
+    public var logTail: LogTail?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

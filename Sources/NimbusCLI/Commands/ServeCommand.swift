@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NimbusDashboard
 import NimbusServer
 import NimbusStore
 
@@ -89,7 +90,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         MallocTuning.apply()
-        var logger = Logger(label: "nimbus")
+        let tail = LogTail()
+        var logger = Logger(label: "nimbus") { label in
+            MultiplexLogHandler([StreamLogHandler.standardError(label: label), tail.handler(label: label)])
+        }
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var configuration = ServerConfiguration(
             host: host, port: port, tombstoneRetention: .milliseconds(Int64(tombstoneRetentionDays * 86_400_000)))
@@ -100,8 +104,11 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.userQuotaBytes = userQuotaBytes
         configuration.signIn.sessionIdle = .milliseconds(Int64(sessionIdleDays * 86_400_000))
         configuration.containerQuotaBytes = containerQuotaBytes
+        configuration.routeExtensions = [Dashboard()]
+        configuration.logTail = tail
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
+        print("Dashboard: \(server.baseURL)/ (sign in as an operator; make one with `nimbus operator create NAME`)")
         fflush(nil)
         try await server.waitUntilStopped()
         print("Nimbus stopped.")

@@ -23,6 +23,8 @@ struct APIResponder: Sendable {
     var assetLinks: AssetLinks? = nil
     /// How long a `downloadURL` stays valid, in milliseconds.
     var assetDownloadLifetime: Int64 = 0
+    /// Where failed requests are counted by error code (`nil`: nowhere).
+    var statistics: RequestStatistics? = nil
 
     static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
@@ -33,8 +35,10 @@ struct APIResponder: Sendable {
         do {
             return try await handle(request, context: context)
         } catch let error as CloudKitError {
+            statistics?.recordError(code: error.code.rawValue)
             return Self.errorResponse(error)
         } catch {
+            statistics?.recordError(code: ServerErrorCode.internalError.rawValue)
             logger.error("request failed: \(error)", metadata: ["path": "\(request.uri.path)"])
             return Self.errorResponse(CloudKitError(.internalError, "the server failed to handle the request; try again"))
         }

@@ -5,8 +5,10 @@ import NimbusProtocol
 
 /// The HTTP routes: the CloudKit API under `/database/1/…`, the OpenAPI document and a health check.
 enum Routes {
-    static func build(responder: APIResponder) -> Router<BasicRequestContext> {
+    static func build(responder: APIResponder, statistics: RequestStatistics) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        // First, so that it wraps every route added after it.
+        router.add(middleware: RequestStatisticsMiddleware(statistics: statistics))
         router.on("/database/**", method: .post) { request, context in
             await responder.respond(to: request, context: context)
         }

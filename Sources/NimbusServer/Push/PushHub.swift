@@ -15,6 +15,10 @@ public actor PushHub {
     private var devices: [NotificationRecipient: [ObjectIdentifier: PushConnection]] = [:]
     private var couriers: [NotificationRecipient: [ObjectIdentifier: CourierSignal]] = [:]
     private var connectionCount = 0
+    /// The latest notifications handed to ``deliver(_:)``, oldest first (at most twice
+    /// ``recentLimit``, trimmed in bulk).
+    private var recent: [StoredNotification] = []
+    private let recentLimit = 20
     private var isShutDown = false
     private var watchers: [UInt64: (recipient: NotificationRecipient, count: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
     private var nextWatcher: UInt64 = 0
@@ -23,6 +27,9 @@ public actor PushHub {
 
     /// The number of connected devices.
     public var connectedDevices: Int { connectionCount }
+
+    /// The latest notifications this node delivered (or relayed from other nodes), newest first.
+    public var recentNotifications: [StoredNotification] { Array(recent.suffix(recentLimit).reversed()) }
 
     /// The connected devices of a user.
     public func connectedDevices(of recipient: NotificationRecipient) -> [String] {
@@ -81,6 +88,8 @@ public actor PushHub {
     public func deliver(_ notifications: [StoredNotification]) {
         var batch = PushWriteBatch()
         defer { batch.flush() }
+        recent.append(contentsOf: notifications.suffix(recentLimit))
+        if recent.count > 2 * recentLimit { recent.removeFirst(recent.count - recentLimit) }
         for notification in notifications {
             if let connections = devices[notification.recipient] {
                 let frame = PushFrame(sequence: notification.sequence, payload: notification.payload)

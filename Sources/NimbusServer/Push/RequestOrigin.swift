@@ -9,11 +9,11 @@ import Hummingbird
 /// scheme (`http`, `https`) or authority (`host`, `host:port`, `[v6]:port`); a list, as
 /// several proxies write it (`a.example, b.example`), gives its first element, the one the
 /// client named. Anything else (a path, a user, spaces) is ignored for the next source.
-enum RequestOrigin {
+package enum RequestOrigin {
     static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
     static let forwardedHost = HTTPField.Name("X-Forwarded-Host")!
 
-    static func of(_ request: Request, configured: String?) -> String {
+    package static func of(_ request: Request, configured: String?) -> String {
         if var configured, !configured.isEmpty {
             while configured.hasSuffix("/") { configured.removeLast() }
             return configured

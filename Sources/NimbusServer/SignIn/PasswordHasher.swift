@@ -6,24 +6,24 @@ import NimbusStore
 
 /// Hashes and checks built-in accounts' passwords with bcrypt, on NIO's thread pool (a
 /// hash takes tens of milliseconds of CPU, too long for the cooperative pool).
-struct PasswordHasher: Sendable {
-    let cost: UInt8
+package struct PasswordHasher: Sendable {
+    package let cost: UInt8
     /// A hash of a password nobody knows, checked when there is no account so that an
     /// unknown address takes as long as a wrong password; made on first need.
     private let decoy = NIOLockedValueBox<String?>(nil)
 
     /// A hasher of `cost`, kept within 10 to 31 (bcrypt takes no more than 31).
-    init(cost: UInt8) {
+    package init(cost: UInt8) {
         self.cost = min(max(cost, 10), 31)
     }
 
-    func hash(_ password: String) async throws -> String {
+    package func hash(_ password: String) async throws -> String {
         let cost = cost
         return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
     }
 
     /// Whether `password` matches `hash`; with no hash, checks the decoy (and says no).
-    func verify(_ password: String, hash: String?) async throws -> Bool {
+    package func verify(_ password: String, hash: String?) async throws -> Bool {
         let (cost, decoy) = (cost, decoy)
         return try await NIOThreadPool.singleton.runIfActive {
             guard let hash else {
@@ -41,7 +41,7 @@ struct PasswordHasher: Sendable {
     }
 
     /// Checks a new password: 8 to 72 bytes (bcrypt reads no further than 72).
-    static func check(_ password: String) throws(CloudKitError) {
+    package static func check(_ password: String) throws(CloudKitError) {
         guard password.utf8.count >= 8, password.utf8.count <= 72 else {
             throw .badRequest("a password is 8 to 72 bytes long; choose another")
         }

@@ -5,7 +5,7 @@ import NimbusStore
 /// known or not, so that throttling tells nothing about which exist) and one per client
 /// address. A sign-in is refused with THROTTLED while either bucket is empty; each failure
 /// takes a token from both.
-actor SignInThrottle {
+package actor SignInThrottle {
     private let settings: SignInSettings
     private let clock: WallClock
     private var accounts: [String: TokenBucket] = [:]
@@ -13,13 +13,13 @@ actor SignInThrottle {
     /// Past this many buckets, full ones are forgotten.
     private let pruneThreshold = 10_000
 
-    init(settings: SignInSettings, clock: WallClock) {
+    package init(settings: SignInSettings, clock: WallClock) {
         self.settings = settings
         self.clock = clock
     }
 
     /// THROTTLED, with `retryAfter`, when the account or the address has no attempt left.
-    func check(account: String, address: String?) throws(CloudKitError) {
+    package func check(account: String, address: String?) throws(CloudKitError) {
         let now = clock.nowMillis()
         let waits = [accounts[account]?.retryAfterSeconds(now: now), address.flatMap { addresses[$0] }?.retryAfterSeconds(now: now)]
         guard let wait = waits.compactMap({ $0 }).max() else { return }
@@ -29,7 +29,7 @@ actor SignInThrottle {
     }
 
     /// Counts a failed sign-in against the account and the address.
-    func recordFailure(account: String, address: String?) {
+    package func recordFailure(account: String, address: String?) {
         let now = clock.nowMillis()
         accounts[account, default: bucket(settings.accountBurst, settings.accountRefill, now)].take(now: now)
         if let address {

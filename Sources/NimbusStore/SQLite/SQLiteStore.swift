@@ -176,6 +176,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v8-usage", migrate: migrateV8Usage)
         migrator.registerMigration("v9-sessions") { db in try migrateV9Sessions(db, now: clock.nowMillis()) }
         migrator.registerMigration("v10-identity-logins", migrate: migrateV10IdentityLogins)
+        migrator.registerMigration("v11-operators", migrate: migrateV11Operators)
         return migrator
     }
 }
