@@ -25,7 +25,7 @@ struct SharedAlbumTests {
             #expect(joined.canEdit)
             #expect(!joined.isOwned)
             #expect(try bobPhone.app.photos(in: joined).map(\.caption) == ["Beach"])
-            try await hearsOfTheAcceptOrFetches(bobLaptop)
+            try await hearsOfTheAccept(bobLaptop)
             #expect(try bobLaptop.app.albums().contains { $0.title == "Summer" && !$0.isOwned })
             // Alice's device notices the accept while it runs (her share record changed).
             try await waitUntil(aliceMac, "Alice sees Bob accepted") { app in
@@ -73,18 +73,12 @@ struct SharedAlbumTests {
         }
     }
 
-    /// The participant's other device should hear of the accept by push (CloudKit notifies the
-    /// shared database's subscriptions). The server does not yet: `records/accept` commits the
-    /// share's new state before it creates the participant's subscription copies, so nothing
-    /// fires for the participant. Known issue until it does; the device then fetches, as it
-    /// would at its next launch or refresh.
-    func hearsOfTheAcceptOrFetches(_ device: AlbumDeviceUnderTest) async throws {
-        await withKnownIssue("server: records/accept sends no push to the participant's other devices") {
-            try await waitUntil(device, "the other device hears of the accept", timeout: .seconds(3)) { app in
-                try !app.albums().filter { !$0.isOwned }.isEmpty
-            }
+    /// The participant's other device hears of the accept by push (the shared database's
+    /// subscription fires on the acceptance's own commit), with no fetch of its own.
+    func hearsOfTheAccept(_ device: AlbumDeviceUnderTest) async throws {
+        try await waitUntil(device, "the other device hears of the accept", timeout: .seconds(10)) { app in
+            try !app.albums().filter { !$0.isOwned }.isEmpty
         }
-        try await device.app.engine.fetchChanges()
     }
 
     @Test func aReadOnlyParticipantSeesButCannotEditUntilTheOwnerLetsThem() async throws {
@@ -131,7 +125,7 @@ struct SharedAlbumTests {
             let party = try aliceMac.app.createAlbum(title: "Party")
             let url = try await aliceMac.app.share(party, with: [.init(userRecordName: bobName, permission: .readWrite)])
             try await bobPhone.app.join(url)
-            try await hearsOfTheAcceptOrFetches(bobLaptop)
+            try await hearsOfTheAccept(bobLaptop)
             #expect(try !bobLaptop.app.albums().isEmpty)
 
             try await bobPhone.app.leave(try bobPhone.app.album("Party"))
