@@ -1,8 +1,11 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import Nimbus
 import NimbusProtocol
+import NimbusServer
+import NimbusStore
 import Testing
 
 /// The SDK's other two ways in, end to end against a real server: an identity provider's ID

@@ -69,7 +69,7 @@ struct SMTPConnection: Sendable {
 
     private func exchange(_ bytes: [UInt8]?, upgrade: (NIOSSLContext, String?)?) async throws(SMTPError) -> SMTPReply {
         let (handler, timeout) = (self.handler, self.timeout)
-        let reply = channel.eventLoop.flatSubmit {
+        let reply = channel.eventLoop.flatSubmit { () -> EventLoopFuture<SMTPReply> in
             let tls: NIOSSLClientHandler?
             do {
                 tls = try upgrade.map { try NIOSSLClientHandler(context: $0.0, serverHostname: $0.1) }
@@ -195,15 +195,15 @@ final class SMTPReplyHandler: ChannelInboundHandler {
 
     /// Hands the waiting command a reply (those that arrived before a failure first), or the failure.
     private func deliver() {
-        guard let (promise, timeout) = waiting else { return }
+        guard let waiting else { return }
         if !unread.isEmpty {
-            waiting = nil
-            timeout.cancel()
-            promise.succeed(unread.removeFirst())
+            self.waiting = nil
+            waiting.timeout.cancel()
+            waiting.promise.succeed(unread.removeFirst())
         } else if let failure {
-            waiting = nil
-            timeout.cancel()
-            promise.fail(failure)
+            self.waiting = nil
+            waiting.timeout.cancel()
+            waiting.promise.fail(failure)
         }
     }
 }

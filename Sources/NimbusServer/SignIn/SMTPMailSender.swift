@@ -65,7 +65,7 @@ public struct SMTPMailSender: MailSender {
     /// Greeting, EHLO, STARTTLS, AUTH, MAIL FROM, RCPT TO, DATA.
     private func converse(_ mail: Mail, on connection: SMTPConnection) async throws(SMTPError) {
         let greeting = try await connection.greeting()
-        guard greeting.code == 220 else { throw .unexpected(greeting, to: "the connection") }
+        guard greeting.code == 220 else { throw SMTPError.unexpected(greeting, to: "the connection") }
         var hello = try await expect(250, connection.command("EHLO \(settings.clientName)"), "EHLO")
         if settings.security == .startTLS, let tls {
             guard hello.extensions["STARTTLS"] != nil else {
@@ -76,7 +76,7 @@ public struct SMTPMailSender: MailSender {
             }
             let serverName = SMTPSettings.isIPAddress(settings.host) ? nil : settings.host
             let reply = try await connection.startTLS(tls, serverName: serverName)
-            guard reply.code == 220 else { throw .unexpected(reply, to: "STARTTLS", kind: .tlsFailed) }
+            guard reply.code == 220 else { throw SMTPError.unexpected(reply, to: "STARTTLS", kind: .tlsFailed) }
             hello = try await expect(250, connection.command("EHLO \(settings.clientName)"), "EHLO after STARTTLS")
         }
         if let username = settings.username {
@@ -94,7 +94,7 @@ public struct SMTPMailSender: MailSender {
         }
         try await expect(250, connection.command("MAIL FROM:<\(message.from)>\(parameters)"), "MAIL FROM")
         let recipient = try await connection.command("RCPT TO:<\(message.to)>")
-        guard recipient.code == 250 || recipient.code == 251 else { throw .unexpected(recipient, to: "RCPT TO") }
+        guard recipient.code == 250 || recipient.code == 251 else { throw SMTPError.unexpected(recipient, to: "RCPT TO") }
         try await expect(354, connection.command("DATA"), "DATA")
         try await expect(250, connection.data(message.data), "the message")
     }
@@ -130,7 +130,7 @@ public struct SMTPMailSender: MailSender {
     /// The reply, when its code is `code`; otherwise a `.rejected` error naming `step`.
     @discardableResult
     private func expect(_ code: Int, _ reply: SMTPReply, _ step: String) throws(SMTPError) -> SMTPReply {
-        guard reply.code == code else { throw .unexpected(reply, to: step) }
+        guard reply.code == code else { throw SMTPError.unexpected(reply, to: step) }
         return reply
     }
 }

@@ -36,10 +36,12 @@ struct SMTPMessage: Sendable {
             encoding = ascii ? "7bit" : "8bit"
         }
         eightBit = encoding == "8bit"
+        let sender = try Self.mailbox(self.from, name: fromName)
+        let subject = try Self.headerText(mail.subject, field: "subject")
         var header = [
-            "From: \(try Self.mailbox(self.from, name: fromName))",
+            "From: \(sender)",
             "To: <\(self.to)>",
-            "Subject: \(try Self.headerText(mail.subject, field: "subject"))",
+            "Subject: \(subject)",
             "Date: \(Self.format(date))",
             "Message-ID: <\(messageID)@\(self.from.split(separator: "@").last ?? "nimbus")>",
             "MIME-Version: 1.0",

@@ -40,8 +40,8 @@ package struct SMTPReply: Sendable, Equatable {
 /// CRLF; a bare LF is taken too.
 package struct SMTPReplyParser: Sendable {
     /// RFC 5321 allows reply lines of 512 bytes; servers' texts sometimes run longer.
-    static let maxLineBytes = 2048
-    static let maxLines = 128
+    package static let maxLineBytes = 2048
+    package static let maxLines = 128
 
     package init() {}
 

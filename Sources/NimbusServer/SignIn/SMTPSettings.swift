@@ -55,13 +55,12 @@ public struct SMTPSettings: Sendable {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
             throw refuse("not a URL; write smtp://user:password@host:587")
         }
-        let defaultPort: Int
-        switch scheme {
-        case "smtp": (security, defaultPort) = (.startTLS, 587)
-        case "smtps": (security, defaultPort) = (.implicitTLS, 465)
-        case "smtp+insecure": (security, defaultPort) = (.none, 25)
-        default: throw refuse("the scheme must be smtp (STARTTLS), smtps (TLS) or smtp+insecure (a local relay)")
+        let modes: [String: (Security, Int)] = ["smtp": (.startTLS, 587), "smtps": (.implicitTLS, 465), "smtp+insecure": (.none, 25)]
+        guard let mode = modes[scheme] else {
+            throw refuse("the scheme must be smtp (STARTTLS), smtps (TLS) or smtp+insecure (a local relay)")
         }
+        let defaultPort = mode.1
+        security = mode.0
         var host = components.host ?? ""
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { throw refuse("the URL names no host") }
