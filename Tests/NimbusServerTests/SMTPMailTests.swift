@@ -21,13 +21,7 @@ struct SMTPMailTests {
         try await FakeSMTPServer.with(.accept(user: Self.relayUser, password: Self.relayPassword)) { smtp in
             let sender = try SMTPMailSender(
                 settings: smtp.settings(user: Self.relayUser, password: Self.relayPassword), logger: TestServer.quietLogger)
-            try await TestServer.with(
-                engine,
-                configure: {
-                    $0.signIn.passwordCost = 10
-                    $0.signIn.mailSender = sender
-                }
-            ) { server in
+            try await TestServer.withSignIn(engine, outbox: sender) { server in
                 try await server.enablePasswords()
                 let anonymous = server.anonymous()
                 let email = "hana@example.com"
@@ -79,13 +73,7 @@ struct SMTPMailTests {
                     user: signsIn ? Self.relayUser : nil, password: signsIn ? Self.relayPassword : nil,
                     commandTimeout: .milliseconds(300)),
                 logger: log.logger)
-            try await TestServer.with(
-                .sqlite,
-                configure: {
-                    $0.signIn.passwordCost = 10
-                    $0.signIn.mailSender = sender
-                }
-            ) { server in
+            try await TestServer.withSignIn(.sqlite, outbox: sender) { server in
                 try await server.enablePasswords()
                 let anonymous = server.anonymous()
                 let signUp = try await anonymous.post(
