@@ -62,6 +62,13 @@ struct SMTPConnection: Sendable {
         try await exchange(Array("STARTTLS\r\n".utf8), upgrade: (tls, serverName))
     }
 
+    /// Says `QUIT` and closes without waiting for the answer: the mail is already accepted,
+    /// and a server that never answers must not hold the request for a command's time limit.
+    func quit() async {
+        try? await channel.writeAndFlush(ByteBuffer(string: "QUIT\r\n"))
+        await close()
+    }
+
     /// Closes the connection (after `QUIT`, or on any failure).
     func close() async {
         try? await channel.close()

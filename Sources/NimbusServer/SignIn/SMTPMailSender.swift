@@ -58,8 +58,7 @@ public struct SMTPMailSender: MailSender {
             await connection.close()
             throw error
         }
-        _ = try? await connection.command("QUIT")
-        await connection.close()
+        await connection.quit()
     }
 
     /// Greeting, EHLO, STARTTLS, AUTH, MAIL FROM, RCPT TO, DATA.
