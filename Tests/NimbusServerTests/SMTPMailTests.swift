@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import Testing
@@ -89,6 +90,22 @@ struct SMTPMailTests {
                     "accounts/password/forgot", ["email": "nobody@example.com"], scope: "public")
                 #expect(forgot.status == 503)
                 #expect(forgot["reason"] == signUp["reason"])
+                // The sign-in page's sign-up says so too: a 503 page that says when to try again.
+                let browser = FormBrowser()
+                let page = "\(server.server.baseURL)/signin/\(TestServer.container)/development/signup"
+                let answer: FormBrowser.Page
+                do {
+                    let cookie = try await browser.get(page).csrfCookie ?? ""
+                    answer = try await browser.post(
+                        page, form: [("csrf", cookie), ("email", "ivy@example.com"), ("password", "correct horse")],
+                        cookie: cookie)
+                } catch {
+                    try? await browser.shutdown()
+                    throw error
+                }
+                try await browser.shutdown()
+                #expect(answer.status == 503)
+                #expect(answer.headers["Retry-After"].first == "60")
                 let alice = try await server.user("alice")
                 #expect(try await alice.get("users/current").status == 200)
             }
