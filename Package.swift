@@ -103,8 +103,10 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // Built-in accounts' password hashes.
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                // Hashing passwords off the cooperative pool.
+                // Hashing passwords off the cooperative pool; the SMTP mail sender's connections.
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // STARTTLS and TLS to the SMTP server.
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: swiftSettings
@@ -269,6 +271,11 @@ let package = Package(
                 "NimbusServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // ID tokens signed by a test issuer; a browser on the sign-in page that does not follow redirects.
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

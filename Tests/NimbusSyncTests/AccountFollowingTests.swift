@@ -56,7 +56,12 @@ struct AccountFollowingTests {
             try await engine.sendChanges()
             let bobContainer = await account.container
             #expect(try await serverRecordNames(bobContainer, zone: "ReadingList") == ["bobs"])
-            #expect(try await serverRecordNames(adaContainer, zone: "ReadingList") == ["sent"])
+            // Ada's session on this device was revoked by the switch; from another device, her data is hers alone.
+            let refused = await #expect(throws: NimbusError.self) { _ = try await adaContainer.userRecordID() }
+            #expect(refused?.code == .notAuthenticated)
+            let adaElsewhere = try await Account(container: harness.anonymousContainer(device: "B"))
+            try await adaElsewhere.signIn(email: "ada@example.com", password: "correct horse")
+            #expect(try await serverRecordNames(adaElsewhere.container, zone: "ReadingList") == ["sent"])
         }
     }
 

@@ -100,10 +100,16 @@ import Testing
             try await live.register("ada@example.com", on: account, mailBox: mailBox)
             try await live.register("bob@example.com", on: account, mailBox: mailBox)
             let ada = try await account.signIn(email: "ada@example.com", password: "correct horse")
+            let adaContainer = await account.container
             let changes = await account.changes()
             let bob = try await account.signIn(email: "bob@example.com", password: "correct horse")
             #expect(ada != bob)
             #expect(try await nextChange(changes) == .switched(from: ada, to: bob))
+            // Ada's session on this device is revoked on the server, not left behind.
+            let error = await #expect(throws: NimbusError.self) { _ = try await adaContainer.userRecordID() }
+            #expect(error?.code == .notAuthenticated)
+            #expect(await account.userRecordName == bob, "a refused old token does not sign the new user out")
+            #expect(try await account.container.userRecordID().recordName == bob)
         }
     }
 

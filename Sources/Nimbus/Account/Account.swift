@@ -17,6 +17,9 @@ import NimbusProtocol
 /// let database = await account.container.privateCloudDatabase
 /// ```
 ///
+/// Signing in while someone is signed in replaces the session: ``AccountChange/switched(from:to:)``
+/// when it is another user, and the replaced session is revoked on the server.
+///
 /// ``container`` carries the signed-in user's token. A request of it that the server answers
 /// with AUTHENTICATION_FAILED (the session was revoked from another device, or expired) signs
 /// the account out: the session is forgotten and ``AccountChange/signedOut(userRecordName:)``
@@ -238,6 +241,8 @@ public actor Account {
             AccountSession(webAuthToken: token, sessionID: answer["sessionID"]?.string ?? "", userRecordName: name))
     }
 
+    /// Makes `new` the session. A session it replaces (another user's, or an older one of
+    /// the same user) is revoked on the server, best effort: a failure leaves it to lapse.
     private func adopt(_ new: AccountSession) async throws -> String {
         let previous = session
         try await sessionStore.save(new)
@@ -246,6 +251,9 @@ public actor Account {
             emit(.switched(from: previous.userRecordName, to: new.userRecordName))
         } else {
             emit(.signedIn(userRecordName: new.userRecordName))
+        }
+        if let previous, !previous.sessionID.isEmpty, previous.sessionID != new.sessionID {
+            try? await revokeOnServer([previous.sessionID], as: previous)
         }
         return new.userRecordName
     }

@@ -61,6 +61,21 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Days a session (web auth token) may go unused before it expires.")
     var sessionIdleDays: Double = 30
+
+    @Option(
+        name: .customLong("smtp-url"),
+        help: """
+            Send sign-in mail (verification, password reset) over SMTP: smtp://user@host:587 (STARTTLS), \
+            smtps://user@host (TLS) or smtp+insecure://127.0.0.1:25 (a local relay). Put the password in \
+            NIMBUS_SMTP_PASSWORD rather than the URL. Default: mail is written to the log.
+            """)
+    var smtpURL: String?
+
+    @Option(name: .long, help: "The address sign-in mail comes from (needed with --smtp-url).")
+    var mailFrom: String?
+
+    @Option(name: .long, help: "The name shown beside --mail-from.")
+    var mailFromName: String?
     @Option(
         name: .long,
         help: "The most bytes a container's public database may hold in each environment (records + assets); default: no quota.")
@@ -73,6 +88,25 @@ struct ServeCommand: AsyncParsableCommand {
         try UsageReport.validate(containerQuotaBytes, flag: "--container-quota-bytes")
         guard sessionIdleDays > 0, sessionIdleDays <= 3650 else {
             throw ValidationError("--session-idle-days must be more than 0 and at most 3650, got \(sessionIdleDays)")
+        }
+        _ = try smtpSettings()
+    }
+
+    /// The SMTP flags, checked; `nil` without `--smtp-url`. The password comes from
+    /// `NIMBUS_SMTP_PASSWORD` when it is set.
+    func smtpSettings() throws -> SMTPSettings? {
+        guard let smtpURL else {
+            guard mailFrom == nil else { throw ValidationError("--mail-from needs --smtp-url") }
+            return nil
+        }
+        guard let mailFrom else { throw ValidationError("--smtp-url needs --mail-from ADDRESS") }
+        do {
+            var settings = try SMTPSettings(
+                url: smtpURL, from: mailFrom, password: ProcessInfo.processInfo.environment["NIMBUS_SMTP_PASSWORD"])
+            settings.fromName = mailFromName
+            return settings
+        } catch let error as SMTPError {
+            throw ValidationError(error.message)
         }
     }
 
@@ -103,6 +137,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.assets = try assetSettings()
         configuration.userQuotaBytes = userQuotaBytes
         configuration.signIn.sessionIdle = .milliseconds(Int64(sessionIdleDays * 86_400_000))
+        if let smtp = try smtpSettings() {
+            configuration.signIn.mailSender = try SMTPMailSender(settings: smtp, logger: logger)
+        }
         configuration.containerQuotaBytes = containerQuotaBytes
         configuration.routeExtensions = [Dashboard()]
         configuration.logTail = tail

@@ -49,7 +49,7 @@ struct AccountService: Sendable {
         let hash = try await hasher.hash(password)
         let login = try await store.registerPasswordLogin(email: email, passwordHash: hash, now: clock.nowMillis())
         if login.verifiedAt != nil {
-            try await mail.send(
+            try await deliver(
                 Mail(
                     to: email, subject: "Someone tried to sign up with your address",
                     body: "This address already has an account. If it was you, sign in at \(links.signIn), "
@@ -57,7 +57,7 @@ struct AccountService: Sendable {
             return
         }
         let code = try await issueCode(.verifyEmail, userName: login.userName)
-        try await mail.send(
+        try await deliver(
             Mail(
                 to: email, subject: "Your verification code",
                 body: "Your verification code is \(code). Enter it at \(links.verify(email: email, code: code)) "
@@ -93,15 +93,22 @@ struct AccountService: Sendable {
         return try await store.createSession(user: login.userName, container: container, device: device)
     }
 
-    /// Mails a password reset code to an address that has an account; answers the same
-    /// for one that has none.
+    /// Mails a password reset code to an address that has an account, and a note saying it
+    /// has none to one that has none: the answer, and how long it takes, are the same.
     func forgotPassword(email: String, container: String, links: SignInLinks) async throws {
         _ = try await requirePasswords(container: container)
         let email = try Self.checkedEmail(email)
         guard let login = try await store.login(issuer: UserLogin.emailIssuer, subject: UserLogin.emailSubject(email))
-        else { return }
+        else {
+            try await deliver(
+                Mail(
+                    to: email, subject: "Your password reset request",
+                    body: "Someone asked to reset the password of this address's account, but it has none. "
+                        + "If it was you, sign up at \(links.signIn)/signup. If it was not, ignore this mail."))
+            return
+        }
         let code = try await issueCode(.resetPassword, userName: login.userName)
-        try await mail.send(
+        try await deliver(
             Mail(
                 to: email, subject: "Your password reset code",
                 body: "Your password reset code is \(code) (valid \(settings.codeLifetime.milliseconds / 60_000) "
@@ -142,6 +149,17 @@ struct AccountService: Sendable {
         return (login, now)
     }
 
+    /// Hands `mail` to the mail sender; when that fails (the sender logs why), the client is
+    /// told to try again later, the same way whatever the address.
+    private func deliver(_ mail: Mail) async throws {
+        do {
+            try await self.mail.send(mail)
+        } catch {
+            throw CloudKitError(
+                .tryAgainLater, "the server could not send mail just now; try again in a few minutes", retryAfter: 60)
+        }
+    }
+
     private func issueCode(_ purpose: OneTimeCodePurpose, userName: String) async throws -> String {
         let code = RandomToken.hex(bytes: 8)
         try await store.saveCode(
@@ -151,11 +169,11 @@ struct AccountService: Sendable {
     }
 
     /// An address as accounts take it: 3 to 254 bytes, one `@` with something on each side,
-    /// no spaces or control characters.
+    /// no spaces, control characters or angle brackets (SMTP could not carry it).
     static func checkedEmail(_ email: String) throws(CloudKitError) -> String {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard email.utf8.count >= 3, email.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
-            !email.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
+            !email.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "<" || $0 == ">" })
         else { throw .badRequest("'\(email.prefix(80))' is not an email address (name@domain)") }
         return email
     }

@@ -14,7 +14,11 @@ public struct Mail: Sendable, Equatable {
 }
 
 /// The one seam through which the server sends mail. Set one on
-/// ``SignInSettings/mailSender``; without one, mail is written to the server log.
+/// ``SignInSettings/mailSender``: ``SMTPMailSender`` (`nimbus serve --smtp-url`), or your own;
+/// without one, mail is written to the server log.
+///
+/// A sender that throws makes the request that wanted the mail answer TRY_AGAIN_LATER; it
+/// should log why itself, without secrets.
 public protocol MailSender: Sendable {
     /// Sends `mail`; throws when it could not be handed over.
     func send(_ mail: Mail) async throws

@@ -118,11 +118,19 @@ struct SignInPage: Sendable {
             }
         } catch {
             form.password = nil
-            let throttled = (error as? CloudKitError).flatMap { $0.code == .throttled ? $0.retryAfter ?? 1 : nil }
+            // Throttled (429) and mail that could not be sent (503) say when to try again.
+            let failure = error as? CloudKitError
+            let status: HTTPResponse.Status =
+                switch failure?.code {
+                case .throttled: .tooManyRequests
+                case .tryAgainLater: .serviceUnavailable
+                default: .badRequest
+                }
             var response = Self.formPage(
-                kind, form: form, links: links, message: Self.reason(error), secure: secure,
-                status: throttled == nil ? .badRequest : .tooManyRequests)
-            if let throttled { response.headers[HTTPField.Name.retryAfter] = String(throttled) }
+                kind, form: form, links: links, message: Self.reason(error), secure: secure, status: status)
+            if status != .badRequest {
+                response.headers[HTTPField.Name.retryAfter] = String(failure?.retryAfter ?? 1)
+            }
             return response
         }
     }

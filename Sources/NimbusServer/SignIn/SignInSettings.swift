@@ -18,8 +18,8 @@ public struct SignInSettings: Sendable {
     /// How often the server checks that the sessions of connected push devices are still
     /// valid (revoked by the CLI or another node, or expired) and closes those that are not.
     public var pushSessionCheckInterval: Duration = .seconds(5)
-    /// Where verification and password reset mail goes; `nil`: the server log
-    /// (``LoggingMailSender``).
+    /// Where verification and password reset mail goes: ``SMTPMailSender``, or `nil` for the
+    /// server log (``LoggingMailSender``).
     public var mailSender: (any MailSender)?
     /// Where identity issuers' OpenID configurations and keys (JWKS) are read: HTTPS by default.
     public var identityKeys: any KeySetFetching = HTTPKeySetFetcher()

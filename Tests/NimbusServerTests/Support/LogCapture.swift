@@ -1,7 +1,8 @@
 import Logging
 
-/// A logger whose messages a test awaits: how a test learns that a background service (the
-/// compactor) did something, without polling or sleeping.
+/// A logger whose messages (with their metadata, as `level: message key=value …`) a test
+/// awaits: how a test learns that a background service (the compactor) did something, without
+/// polling or sleeping.
 struct LogCapture: Sendable {
     let logger: Logger
     private let messages: AsyncStream<String>
@@ -45,7 +46,9 @@ struct LogCapture: Sendable {
         }
 
         func log(event: LogEvent) {
-            continuation.yield("\(event.level): \(event.message)")
+            let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }
+            continuation.yield(
+                "\(event.level): \(event.message)" + fields.map { " \($0.key)=\($0.value)" }.joined())
         }
     }
 }

@@ -26,9 +26,10 @@ final class MailOutbox: MailSender {
 }
 
 extension TestServer {
-    /// A server whose built-in accounts hash at cost 10 and mail `outbox`, on `clock` when given.
+    /// A server whose built-in accounts hash at cost 10 and mail through `outbox` (a
+    /// ``MailOutbox``, or a real sender), on `clock` when given.
     static func withSignIn<T>(
-        _ engine: Engine, outbox: MailOutbox, clock: ManualWallClock? = nil,
+        _ engine: Engine, outbox: any MailSender, clock: ManualWallClock? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestServer) async throws -> T
     ) async throws -> T {
         try await with(
