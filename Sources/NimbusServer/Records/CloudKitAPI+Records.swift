@@ -117,9 +117,8 @@ extension CloudKitAPI {
         return false
     }
 
-    /// `records/lookup`.
-    func lookupRecords(_ call: APICall) async throws -> JSON {
-        let zoneID = try call.zoneID()
+    /// The record names a `records/lookup` asks for, checked, and each one's `desiredKeys`.
+    static func lookupRequest(_ call: APICall) throws(CloudKitError) -> (names: [String], keys: [Set<String>?]) {
         let readers = try call.body.required("records").array()
         guard readers.count <= ProtocolLimits.maxOperations else {
             throw CloudKitError(
@@ -135,6 +134,13 @@ extension CloudKitAPI {
             names.append(name)
             keys.append(try call.desiredKeys(in: reader) ?? defaultKeys)
         }
+        return (names, keys)
+    }
+
+    /// `records/lookup`.
+    func lookupRecords(_ call: APICall) async throws -> JSON {
+        let zoneID = try call.zoneID()
+        let (names, keys) = try Self.lookupRequest(call)
         var found = try await store.lookupRecords(names, zone: zoneID.zoneName, in: call.database)
         for (index, stored) in found.enumerated() where stored == nil {
             // A user's record exists from the first time it is asked for.

@@ -143,20 +143,7 @@ extension CloudKitAPI {
 
     private func sharedLookup(_ call: APICall, user: String) async throws -> JSON {
         let (acting, zoneID, access) = try await sharedZone(call, reader: call.body, user: user)
-        let readers = try call.body.required("records").array()
-        guard readers.count <= ProtocolLimits.maxOperations else {
-            throw CloudKitError(.limitExceeded, "\(readers.count) records in one lookup; the limit is \(ProtocolLimits.maxOperations)")
-        }
-        let defaultKeys = try call.desiredKeys()
-        var names: [String] = []
-        var keys: [Set<String>?] = []
-        for reader in readers {
-            let nameReader = try reader.required("recordName")
-            let name = try nameReader.string()
-            try NameRules.checkName(name, at: nameReader.path)
-            names.append(name)
-            keys.append(try call.desiredKeys(in: reader) ?? defaultKeys)
-        }
+        let (names, keys) = try Self.lookupRequest(call)
         let found = try await store.lookupRecords(names, zone: zoneID.zoneName, in: acting.database)
         let visible = Set(try await readable(found.compactMap { $0 }, access: access, zone: zoneID.zoneName, acting).map(\.recordName))
         var records: [JSON] = []
