@@ -15,41 +15,54 @@ extension CloudKitAPI {
             throw CloudKitError(.authenticationRequired, "accepting a share needs a signed-in user (ckWebAuthToken)")
         }
         return try await eachShortGUID(call) { found, request in
-            var found = found
-            for _ in 0..<8 {
-                guard let accepted = found.state.accepting(user, newID: shareIDs) else { throw Self.noShare }
-                if accepted == found.state { return try await shareInfo(found, request: request, call) }
+            guard let first = found.state.accepting(user, newID: shareIDs) else { throw Self.noShare }
+            if first != found.state {
                 // The index first: an entry whose share never accepted the caller grants nothing.
                 try await shareIndex.add(
                     participant: user.recordName, found.location, container: call.identity.container,
                     environment: call.identity.environment)
-                // Copies of the user's shared subscriptions first: the acceptance's own commit
+                // Copies of the user's shared subscriptions next: the acceptance's own commit
                 // then tells their other devices to fetch the new zone.
                 try await syncSharedSubscriptions(of: user.recordName, call.identity, accepting: found.location)
-                var record = found.record.record(zoneID: ZoneID(zoneName: found.location.zone, ownerRecordName: found.location.owner))
-                record.fields = [SystemFields.shareState: .string(accepted.storedText)]
-                let outcome = try await store.modifyRecords(
-                    [RecordOperation(type: .update, record: record)], zone: found.location.zone, atomic: false,
-                    policy: WritePolicy(creatorOnlyWrites: false, now: now()), caller: call.identity.caller ?? ShareIndex.writer,
-                    in: found.database)
-                if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
-                switch outcome.results.first {
-                case .saved(let stored)?:
-                    found.record = stored
-                    found.state = accepted
-                    return try await shareInfo(found, request: request, call)
-                case .failed(let error)? where error.code == .conflict:
-                    // Someone else changed the share meanwhile: read it again and retry.
-                    guard let again = try await findShare(found.location, database: found.database, call) else {
-                        throw Self.noShare
-                    }
-                    found = again
-                case .failed(let error)?: throw error
-                default: throw Self.noShare
-                }
             }
-            throw CloudKitError(.tryAgainLater, "the share is changing too often to accept it now; try again")
+            let accepted = try await changeShareState(of: found, caller: call.identity.caller) { state throws(CloudKitError) in
+                guard let accepted = state.accepting(user, newID: shareIDs) else { throw Self.noShare }
+                return accepted
+            }
+            return try await shareInfo(accepted, request: request, call)
         }
+    }
+
+    /// Saves `change(state)` as the share's state, compared and swapped on the share record's
+    /// change tag: a concurrent change (another acceptance, the owner's edit) makes it read
+    /// the share again and retry. Answers the share as saved (unchanged when `change` is).
+    func changeShareState(
+        of found: FoundShare, caller: Caller?, _ change: (ShareState) throws(CloudKitError) -> ShareState
+    ) async throws -> FoundShare {
+        var found = found
+        for _ in 0..<8 {
+            let changed = try change(found.state)
+            if changed == found.state { return found }
+            var record = found.record.record(zoneID: ZoneID(zoneName: found.location.zone, ownerRecordName: found.location.owner))
+            record.fields = [SystemFields.shareState: .string(changed.storedText)]
+            let outcome = try await store.modifyRecords(
+                [RecordOperation(type: .update, record: record)], zone: found.location.zone, atomic: false,
+                policy: WritePolicy(creatorOnlyWrites: false, now: now()), caller: caller ?? ShareIndex.writer,
+                in: found.database)
+            if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
+            switch outcome.results.first {
+            case .saved(let stored)?:
+                found.record = stored
+                found.state = changed
+                return found
+            case .failed(let error)? where error.code == .conflict:
+                guard let again = try await findShare(found.location, database: found.database) else { throw Self.noShare }
+                found = again
+            case .failed(let error)?: throw error
+            default: throw Self.noShare
+            }
+        }
+        throw CloudKitError(.tryAgainLater, "the share is changing too often to change it now; try again")
     }
 
     static let noShare = CloudKitError(.notFound, "no share with this shortGUID is open to you")
@@ -100,7 +113,7 @@ extension CloudKitAPI {
                         location,
                         database: DatabaseKey(
                             container: call.identity.container, environment: call.identity.environment, scope: .private,
-                            owner: location.owner), call),
+                            owner: location.owner)),
                     found.state.shortGUID == request.value
                 else { throw Self.noShare }
                 // Open to the owner, an invited participant, or anyone when the share is public.
@@ -121,7 +134,7 @@ extension CloudKitAPI {
         return .object(["results": .array(results)])
     }
 
-    func findShare(_ location: ShareLocation, database: DatabaseKey, _ call: APICall) async throws -> FoundShare? {
+    func findShare(_ location: ShareLocation, database: DatabaseKey) async throws -> FoundShare? {
         let record: StoredRecord?
         do {
             record = try await store.lookupRecords([location.share], zone: location.zone, in: database).first ?? nil

@@ -25,13 +25,14 @@ extension CloudKitAPI {
             guard let parts = op.sharing else { return false }
             return parts.isShare || parts.parent != .unchanged || parts.share != .unchanged
         }
-        let hasDeletes = operations.contains { $0.type.isDelete }
+        // Shares live in custom zones only: a delete in the default zone cannot end one.
+        let hasDeletes = !zone.isDefault && operations.contains { $0.type.isDelete }
         guard hasSharing || hasDeletes else { return }
 
         var names: Set<String> = []
         for op in operations {
             guard let parts = op.sharing else { continue }
-            if parts.isShare || op.type.isDelete || parts.parent == .removed || parts.share == .removed {
+            if parts.isShare || (hasDeletes && op.type.isDelete) || parts.parent == .removed || parts.share == .removed {
                 names.insert(op.record.recordName)
             }
             if case .set(let share) = parts.share { names.insert(share) }

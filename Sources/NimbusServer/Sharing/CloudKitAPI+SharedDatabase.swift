@@ -212,24 +212,8 @@ extension CloudKitAPI {
     func leave(_ share: String, owner: String, zone: String, user: String, _ identity: RequestIdentity) async throws {
         let location = ShareLocation(owner: owner, zone: zone, share: share)
         let database = DatabaseKey(container: identity.container, environment: identity.environment, scope: .private, owner: owner)
-        for _ in 0..<8 {
-            guard let record = try await store.lookupRecords([share], zone: zone, in: database).first ?? nil,
-                let state = record.fields()[SystemFields.shareState]?.stringValue.flatMap(ShareState.init(storedText:))
-            else { break }
-            let left = state.leaving(user)
-            if left == state { break }
-            var changed = record.record(zoneID: ZoneID(zoneName: zone, ownerRecordName: owner))
-            changed.fields = [SystemFields.shareState: .string(left.storedText)]
-            let outcome = try await store.modifyRecords(
-                [RecordOperation(type: .update, record: changed)], zone: zone, atomic: false,
-                policy: WritePolicy(creatorOnlyWrites: false, now: now()), caller: identity.caller ?? ShareIndex.writer,
-                in: database)
-            if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
-            if case .failed(let error)? = outcome.results.first {
-                if error.code == .conflict { continue }
-                throw error
-            }
-            break
+        if let found = try await findShare(location, database: database) {
+            _ = try await changeShareState(of: found, caller: identity.caller) { $0.leaving(user) }
         }
         // Copies first: the sync finds the owner's database through the entry.
         try? await syncSharedSubscriptions(of: user, identity)

@@ -17,13 +17,14 @@ extension CloudKitAPI {
         let subscriptions = try await notifications.listSubscriptions(owner: user, in: shared).filter {
             $0.typeName == "database"
         }
-        var zones = try await sharedZones(of: user, container: container, environment: environment)
+        let locations = try await shareIndex.shares(of: user, container: container, environment: environment)
+        var zones = try await sharedZones(of: user, container: container, environment: environment, locations: locations)
         if let accepting, !zones.contains(where: { $0.owner == accepting.owner && $0.zone == accepting.zone }) {
             var access = SharedZoneAccess(owner: accepting.owner, zone: accepting.zone)
             access.zoneWide = .readOnly
             zones.append(access)
         }
-        var owners = Set(try await shareIndex.shares(of: user, container: container, environment: environment).map(\.owner))
+        var owners = Set(locations.map(\.owner))
         owners.formUnion(zones.map(\.owner))
         for owner in owners.sorted() {
             let database = DatabaseKey(container: container, environment: environment, scope: .private, owner: owner)

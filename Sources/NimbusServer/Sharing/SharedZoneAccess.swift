@@ -78,10 +78,12 @@ extension CloudKitAPI {
     }
 
     /// Every zone shared with `user` that they may read, by owner and zone.
-    func sharedZones(of user: String, container: String, environment: ContainerEnvironment) async throws
-        -> [SharedZoneAccess]
-    {
-        let locations = try await shareIndex.shares(of: user, container: container, environment: environment)
+    /// - Parameter locations: the user's index entries, when the caller has read them already.
+    func sharedZones(
+        of user: String, container: String, environment: ContainerEnvironment, locations: [ShareLocation]? = nil
+    ) async throws -> [SharedZoneAccess] {
+        var locations = locations ?? []
+        if locations.isEmpty { locations = try await shareIndex.shares(of: user, container: container, environment: environment) }
         var seen: Set<[String]> = []
         var zones: [SharedZoneAccess] = []
         for location in locations where seen.insert([location.owner, location.zone]).inserted {

@@ -1,3 +1,4 @@
+import Foundation
 import NIOHTTP1
 import NimbusProtocol
 import Testing
@@ -266,6 +267,35 @@ extension SharingTests {
                 ], scope: "shared")
             #expect(atomic.records.first?["serverErrorCode"]?.string == "ATOMIC_ERROR", "\(atomic.text)")
             #expect(try await bob.sharedLookup("Albums", owner: owner, ["photo-7"]).records.first?["serverErrorCode"]?.string == "NOT_FOUND")
+        }
+    }
+}
+
+extension SharingTests {
+    /// The shared database's sync token is composed by hand (base64 of a JSON list): random
+    /// and mangled tokens are BAD_REQUEST, never a trap or a 5xx, and the server keeps serving.
+    @Test func malformedSharedDatabaseTokensAreRefused() async throws {
+        try await TestServer.with { server in
+            let bob = try await server.user("bob")
+            let good = try #require(try await bob.databaseChanges()["syncToken"]?.string)
+            var seed: UInt64 = 0x5eed_5a7e
+            func next() -> UInt64 {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return seed >> 33
+            }
+            let pieces = ["[", "]", "[[", "\"a\"", "1", "-1", "1e99", "null", "{}", ",", "\"\"", "[\"o\",\"z\",1]", "true", "9223372036854775808"]
+            var tokens: [String] = ["", "%%%", good + "x", String(good.dropLast()), "W10=", "W1tdXQ==", "bnVsbA=="]
+            for _ in 0..<150 {
+                let count = Int(next() % 8) + 1
+                let text = (0..<count).map { _ in pieces[Int(next() % UInt64(pieces.count))] }.joined()
+                tokens.append(Data(text.utf8).base64EncodedString())
+                tokens.append(String((0..<Int(next() % 40)).map { _ in Character(UnicodeScalar(UInt8(next() % 94 + 33))) }))
+            }
+            for token in tokens {
+                let reply = try await bob.databaseChanges(since: token)
+                #expect(reply.status == 200 || reply.serverErrorCode == "BAD_REQUEST", "\(token): \(reply.text)")
+            }
+            #expect(try await bob.databaseChanges(since: good).status == 200)
         }
     }
 }
