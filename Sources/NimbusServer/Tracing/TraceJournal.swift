@@ -11,7 +11,13 @@ public final class TraceJournal: Service, Sendable {
     private struct Buffer {
         var spans: [TraceSpan] = []
         var dropped = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var watchers: [UInt64: Watcher] = [:]
+        var nextWatcher: UInt64 = 0
+    }
+
+    private struct Watcher {
+        var matches: @Sendable (TraceSpan) -> Bool
+        var continuation: AsyncStream<TraceSpan>.Continuation
     }
 
     let store: any TraceStore
@@ -33,13 +39,31 @@ public final class TraceJournal: Service, Sendable {
 
     /// Queues an ended span for the store.
     func record(_ span: TraceSpan) {
-        buffer.withLockedValue { buffer in
+        let watchers = buffer.withLockedValue { buffer -> [Watcher] in
             if buffer.spans.count >= settings.bufferLimit {
                 buffer.spans.removeFirst()
                 buffer.dropped += 1
             }
             buffer.spans.append(span)
+            return buffer.watchers.isEmpty ? [] : Array(buffer.watchers.values)
         }
+        for watcher in watchers where watcher.matches(span) { watcher.continuation.yield(span) }
+    }
+
+    /// The spans recorded on this node from now on that `matches` (a test awaiting a hop, a
+    /// live view), as they end. Registered before this returns, so no later span is missed;
+    /// ends when the iteration does.
+    public func spans(where matches: @escaping @Sendable (TraceSpan) -> Bool) -> AsyncStream<TraceSpan> {
+        let (stream, continuation) = AsyncStream<TraceSpan>.makeStream()
+        let id = buffer.withLockedValue { buffer in
+            defer { buffer.nextWatcher += 1 }
+            buffer.watchers[buffer.nextWatcher] = Watcher(matches: matches, continuation: continuation)
+            return buffer.nextWatcher
+        }
+        continuation.onTermination = { [buffer] _ in
+            _ = buffer.withLockedValue { $0.watchers.removeValue(forKey: id) }
+        }
+        return stream
     }
 
     /// Writes what is buffered now (tests, shutdown, `traces/…` reads that must see their own spans).
