@@ -77,8 +77,8 @@ extension PostgresStore: TraceStore {
             return TraceSpan(
                 traceID: trace, spanID: span, parentSpanID: parent, name: name, source: source, startMicros: start,
                 endMicros: end, status: TraceSpan.Status(rawValue: status) ?? .ok, errorCode: code, message: message,
-                attributes: TraceSpan.decoded([String: String].self, from: attributes, default: [:]),
-                recordNames: TraceSpan.decoded([String].self, from: records, default: []))
+                attributes: TraceSpan.attributes(fromJSON: attributes),
+                recordNames: TraceSpan.recordNames(fromJSON: records))
         }
     }
 

@@ -45,8 +45,11 @@ struct APIResponder: Sendable {
         let response = await ServiceContext.withValue(span.context) {
             await respondUntraced(to: request, context: context)
         }
-        span.attributes["http.status"] = Int64(response.status.code)
-        if let device = request.headers[Self.deviceHeader] { span.attributes["device"] = device }
+        let device = request.headers[Self.deviceHeader]
+        span.update { attributes in
+            attributes["http.status"] = Int64(response.status.code)
+            if let device { attributes["device"] = device }
+        }
         span.end()
         return response
     }

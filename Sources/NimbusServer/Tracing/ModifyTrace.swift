@@ -12,19 +12,22 @@ struct ModifyTrace {
     let names: [String]
 
     /// `nil` when the request is not traced.
-    init?(tracer: NimbusTracer?, zone: String, call: APICall, names: [String]) {
+    init?(tracer: NimbusTracer?, zone: String, call: APICall, names: @autoclosure () -> [String]) {
         guard let tracer, let request = ServiceContext.currentSpan else { return nil }
+        let names = names()
         self.request = request
         self.names = names
         let database = call.database
-        request.attributes["container"] = database.container
-        request.attributes["environment"] = database.environment.rawValue
-        request.attributes["database"] = database.scope.rawValue
-        request.attributes["zone"] = zone
-        request.attributes["records"] = Int64(names.count)
-        request.attributes["nimbus.records"] = names
+        request.update { attributes in
+            attributes["container"] = database.container
+            attributes["environment"] = database.environment.rawValue
+            attributes["database"] = database.scope.rawValue
+            attributes["zone"] = zone
+            attributes["records"] = Int64(names.count)
+            attributes["nimbus.records"] = names
+        }
+        // The request span names the records; the commit is found through its trace.
         commit = tracer.startSpan("commit", context: request.context, ofKind: .internal)
-        commit.attributes["nimbus.records"] = names
     }
 
     /// The transaction failed as a whole (a conflict in an atomic batch, the store).
@@ -49,17 +52,19 @@ struct ModifyTrace {
             request.attributes["refused"] = failures.map(\.name).joined(separator: ", ")
         }
         if let summary = outcome.commit {
-            commit.attributes["version"] = summary.version
-            commit.attributes["notifications"] = Int64(summary.notifications.count)
-            if summary.notifications.isEmpty {
-                commit.attributes["nimbus.message"] =
-                    "committed; no subscription matched, so no device is notified (devices see it on their next fetch)"
-            } else {
-                let subscriptions = Set(summary.notifications.map(\.subscriptionID)).sorted()
-                let users = Set(summary.notifications.map(\.recipient.userRecordName)).count
-                commit.attributes["subscriptions"] = subscriptions.joined(separator: ", ")
-                commit.attributes["nimbus.message"] =
-                    "committed; \(summary.notifications.count) notification(s) for \(users) user(s)"
+            commit.update { attributes in
+                attributes["version"] = summary.version
+                attributes["notifications"] = Int64(summary.notifications.count)
+                if summary.notifications.isEmpty {
+                    attributes["nimbus.message"] =
+                        "committed; no subscription matched, so no device is notified (devices see it on their next fetch)"
+                } else {
+                    let subscriptions = Set(summary.notifications.map(\.subscriptionID)).sorted()
+                    let users = Set(summary.notifications.map(\.recipient.userRecordName)).count
+                    attributes["subscriptions"] = subscriptions.joined(separator: ", ")
+                    attributes["nimbus.message"] =
+                        "committed; \(summary.notifications.count) notification(s) for \(users) user(s)"
+                }
             }
         } else {
             commit.attributes["nimbus.message"] = "nothing was written"

@@ -75,6 +75,11 @@ final class NimbusSpan: Tracing.Span, Sendable {
         }
     }
 
+    /// Changes several attributes under one lock (the `attributes` setter copies them all).
+    func update(_ body: (inout SpanAttributes) -> Void) {
+        state.withLockedValue { body(&$0.attributes) }
+    }
+
     /// Records that the hop failed with a CloudKit error (or that some of its records did).
     func fail(code: String, message: String) {
         state.withLockedValue { state in

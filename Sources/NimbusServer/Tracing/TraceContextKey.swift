@@ -22,9 +22,16 @@ extension ServiceContext {
 
 /// Reads `traceparent` / `tracestate` from a request's headers.
 struct HTTPFieldsExtractor: Extractor {
+    static let traceParent = HTTPField.Name("traceparent")!
+    static let traceState = HTTPField.Name("tracestate")!
+
     func extract(key: String, from carrier: HTTPFields) -> String? {
-        guard let name = HTTPField.Name(key) else { return nil }
-        return carrier[name]
+        // The two names W3C propagation reads are made once, not per request.
+        switch key {
+        case "traceparent": return carrier[Self.traceParent]
+        case "tracestate": return carrier[Self.traceState]
+        default: return HTTPField.Name(key).flatMap { carrier[$0] }
+        }
     }
 }
 

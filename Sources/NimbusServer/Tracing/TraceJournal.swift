@@ -13,6 +13,8 @@ public final class TraceJournal: Service, Sendable {
         var dropped = 0
         var watchers: [UInt64: Watcher] = [:]
         var nextWatcher: UInt64 = 0
+        /// The latest write to the store; each flush waits for the ones before it.
+        var lastWrite: Task<Void, Never>?
     }
 
     private struct Watcher {
@@ -66,12 +68,24 @@ public final class TraceJournal: Service, Sendable {
         return stream
     }
 
-    /// Writes what is buffered now (tests, shutdown, `traces/…` reads that must see their own spans).
+    /// Writes what is buffered now, after the writes already under way (tests, shutdown, readers
+    /// that must see every span ended so far).
     public func flush() async {
-        let spans = buffer.withLockedValue { buffer in
-            defer { buffer.spans.removeAll(keepingCapacity: true) }
-            return buffer.spans
+        let write = buffer.withLockedValue { buffer -> Task<Void, Never> in
+            let spans = buffer.spans
+            buffer.spans.removeAll(keepingCapacity: true)
+            let previous = buffer.lastWrite
+            let write = Task {
+                await previous?.value
+                await self.write(spans)
+            }
+            buffer.lastWrite = write
+            return write
         }
+        await write.value
+    }
+
+    private func write(_ spans: [TraceSpan]) async {
         guard !spans.isEmpty else { return }
         do {
             try await store.appendTraceSpans(spans)

@@ -72,8 +72,8 @@ extension SQLiteStore: TraceStore {
                     traceID: row[0], spanID: row[1], parentSpanID: row[2], name: row[3], source: row[4],
                     startMicros: row[5], endMicros: row[6], status: TraceSpan.Status(rawValue: row[7]) ?? .ok,
                     errorCode: row[8], message: row[9],
-                    attributes: TraceSpan.decoded([String: String].self, from: row[10], default: [:]),
-                    recordNames: TraceSpan.decoded([String].self, from: row[11], default: []))
+                    attributes: TraceSpan.attributes(fromJSON: row[10]),
+                    recordNames: TraceSpan.recordNames(fromJSON: row[11]))
             }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusProtocol
 
 /// One hop of a traced change: a span of the W3C trace that a client's `traceparent` started,
 /// as the server (or a device, through `traces/report`) recorded it.
@@ -59,17 +60,16 @@ public struct TraceSpan: Sendable, Equatable, Codable {
         self.recordNames = Array(recordNames.prefix(Self.maxRecordNames))
     }
 
-    /// The attributes as stored (JSON text, keys sorted).
-    package var attributesJSON: String { Self.jsonText(attributes) }
-    package var recordNamesJSON: String { Self.jsonText(recordNames) }
+    /// The attributes as stored (JSON text).
+    package var attributesJSON: String { JSON.object(attributes.mapValues { .string($0) }).serialized() }
+    package var recordNamesJSON: String { JSON.array(recordNames.map { .string($0) }).serialized() }
 
-    package static func jsonText(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    package static func attributes(fromJSON text: String) -> [String: String] {
+        guard let object = (try? JSON.parse(Array(text.utf8)))?.object else { return [:] }
+        return object.compactMapValues(\.string)
     }
 
-    package static func decoded<Value: Decodable>(_ type: Value.Type, from text: String, default value: Value) -> Value {
-        (try? JSONDecoder().decode(type, from: Data(text.utf8))) ?? value
+    package static func recordNames(fromJSON text: String) -> [String] {
+        ((try? JSON.parse(Array(text.utf8)))?.array ?? []).compactMap(\.string)
     }
 }

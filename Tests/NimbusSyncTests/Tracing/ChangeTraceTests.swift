@@ -56,6 +56,40 @@ struct ChangeTraceTests {
         }
     }
 
+    @Test func theTraceSaysWhenTheMergeChoseTheServersValue() async throws {
+        try await SyncHarness.with { harness in
+            let zones = ["ReadingList"]
+            let (a, _) = try harness.engine("A", configuration: SyncConfiguration(zones: zones))
+            let (b, _) = try harness.engine(
+                "B", configuration: SyncConfiguration(zones: zones, defaultMergeRules: MergeRules(defaultPolicy: .serverWins)))
+            try await a.start()
+            try a.store.write { _, outbox in
+                try outbox.save(LocalRecord(zoneName: "ReadingList", recordName: "contested", recordType: "Bookmark", fields: ["title": "first"]))
+            }
+            try await a.sendChanges()
+            try await b.start()
+            // B edits the record and does not send; A's edit arrives by push.
+            try b.store.write { _, outbox in
+                try outbox.save(LocalRecord(zoneName: "ReadingList", recordName: "contested", recordType: "Bookmark", fields: ["title": "from B"]))
+            }
+            let feed = try await PushFeed.connect(harness.container(device: "B"))
+            defer { feed.stop() }
+            await b.listen(to: feed.notifications)
+            let applied = harness.server.traces.spans { $0.name == "sync.apply" && $0.recordNames.contains("contested") }
+            try a.store.write { _, outbox in
+                try outbox.save(LocalRecord(zoneName: "ReadingList", recordName: "contested", recordType: "Bookmark", fields: ["title": "from A"]))
+            }
+            try await a.sendChanges()
+            let report = try #require(try await first(applied))
+            #expect(report.attributes["outcome.merge_chose_the_server's_value"] == "1", "\(report)")
+            await harness.server.traces.flush()
+            let view = try await harness.server.store.traceView(of: report.traceID)
+            #expect(view.stop == .applied)
+            #expect(view.verdict.contains("contested: merge chose the server's value"), "\(view.verdict)")
+            await b.stopListening()
+        }
+    }
+
     @Test func aChangeTheServerRefusesShowsTheFailingHop() async throws {
         try await SyncHarness.with { harness in
             let database = harness.container(device: "A").privateCloudDatabase
@@ -89,11 +123,11 @@ struct ChangeTraceTests {
             var stale = saved  // its change tag is no longer the server's
             stale["title"] = "changed here"
             let trace = RequestTrace.random()
-            let commits = harness.server.traces.spans { $0.name == "commit" && $0.traceID == trace.traceID }
+            let requests = harness.server.traces.spans { $0.name == "records/modify" && $0.traceID == trace.traceID }
             _ = try? await RequestTrace.$current.withValue(trace) {
                 try await database.modifyRecords(saving: [stale], savePolicy: .ifServerRecordUnchanged, atomically: false)
             }
-            _ = try #require(try await first(commits))
+            _ = try #require(try await first(requests))
             await harness.server.traces.flush()
             let view = try await harness.server.store.traceView(of: trace.traceID)
             #expect(view.stop == .rejected, "\(view.text)")
@@ -106,7 +140,7 @@ struct ChangeTraceTests {
             let database = harness.container(device: "A").privateCloudDatabase
             // No subscription yet: nobody is told.
             let unheard = RequestTrace.random()
-            let commits = harness.server.traces.spans { $0.name == "commit" }
+            let commits = harness.server.traces.spans { $0.name == "records/modify" && $0.traceID == unheard.traceID }
             try await RequestTrace.$current.withValue(unheard) {
                 _ = try await database.save(Record(recordType: "Note", recordID: .init(recordName: "quiet")))
             }
@@ -151,47 +185,4 @@ struct ChangeTraceTests {
             #expect(try await harness.server.store.traceSpans(traceID: trace.traceID).isEmpty)
         }
     }
-}
-
-/// The first element of `stream`, or `nil` after `timeout`.
-func first<T: Sendable>(_ stream: AsyncStream<T>, timeout: Duration = .seconds(20)) async throws -> T? {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask {
-            for await element in stream { return element }
-            return nil
-        }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
-        }
-        let result = try await group.next() ?? nil
-        group.cancelAll()
-        return result
-    }
-}
-
-/// A device's push channel, connected, forwarding notifications.
-struct PushFeed {
-    let notifications: AsyncStream<PushNotification>
-    let pump: Task<Void, Never>
-
-    static func connect(_ container: Container) async throws -> PushFeed {
-        let push = PushClient(container: container)
-        let (notifications, forward) = AsyncStream<PushNotification>.makeStream()
-        let (connected, signalConnected) = AsyncStream<Void>.makeStream()
-        let pump = Task {
-            for await event in push.events() {
-                switch event {
-                case .connected: signalConnected.yield()
-                case .notification(let notification): forward.yield(notification)
-                default: break
-                }
-            }
-            forward.finish()
-        }
-        for await _ in connected { break }
-        return PushFeed(notifications: notifications, pump: pump)
-    }
-
-    func stop() { pump.cancel() }
 }
