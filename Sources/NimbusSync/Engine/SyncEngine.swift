@@ -192,7 +192,8 @@ public actor SyncEngine {
             }
         case .send:
             // Each send is a trace of its own (unless the app's task already traces).
-            let trace = RequestTrace.current ?? (configuration.tracesChanges ? RequestTrace.random() : nil)
+            let sampled = configuration.tracesChanges && clock.random() < configuration.traceSampleRate
+            let trace = RequestTrace.current ?? (sampled ? RequestTrace.random() : nil)
             try await RequestTrace.$current.withValue(trace) {
                 try await withLock {
                     // Checked again under the lock: a sign-out may have been taken in meanwhile.
