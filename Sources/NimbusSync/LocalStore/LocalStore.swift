@@ -18,6 +18,8 @@ public final class LocalStore: Sendable {
     let now: @Sendable () -> Date
     /// Subscribers of ``changes()``.
     let subscribers = NIOLockedValueBox<[UUID: AsyncStream<Set<LocalRecordID>>.Continuation]>([:])
+    /// Told of the changes each committed transaction gave up on (the engines over this store).
+    let giveUpObservers = NIOLockedValueBox<[UUID: @Sendable ([GivenUpChange]) -> Void]>([:])
 
     /// Opens (or creates) the store at `path`; `now` is the clock it stamps outbox entries,
     /// conflicts and quarantined records with.
@@ -125,6 +127,38 @@ public final class LocalStore: Sendable {
                 sql: """
                     ALTER TABLE nimbus_records ADD COLUMN parent TEXT;
                     ALTER TABLE nimbus_outbox ADD COLUMN parent TEXT;
+                    """)
+        }
+        migrator.registerMigration("sync-v5-diagnostics") { db in
+            try db.execute(
+                sql: """
+                    -- What became of each send of a pending change: sends that did not take it off the
+                    -- outbox, the last one's error (RecordedError as JSON) and when it goes out again.
+                    ALTER TABLE nimbus_outbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE nimbus_outbox ADD COLUMN last_error TEXT;
+                    ALTER TABLE nimbus_outbox ADD COLUMN last_attempt_at INTEGER;
+                    ALTER TABLE nimbus_outbox ADD COLUMN next_attempt_at INTEGER;
+                    -- When each zone's token was last committed.
+                    ALTER TABLE nimbus_zones ADD COLUMN token_saved_at INTEGER;
+                    -- Why a change was set aside, and enough of it to put it back in the outbox as it was.
+                    ALTER TABLE nimbus_quarantine ADD COLUMN reason TEXT NOT NULL DEFAULT 'unrecorded';
+                    ALTER TABLE nimbus_quarantine ADD COLUMN error TEXT;
+                    ALTER TABLE nimbus_quarantine ADD COLUMN changed_keys TEXT;
+                    ALTER TABLE nimbus_quarantine ADD COLUMN base_tag TEXT;
+                    ALTER TABLE nimbus_quarantine ADD COLUMN parent TEXT;
+                    ALTER TABLE nimbus_quarantine ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+                    -- Server copies were only ever quarantined at an account switch.
+                    UPDATE nimbus_quarantine SET reason = 'accountChanged' WHERE kind = 'server';
+                    -- The last fetch and send of each zone ('' is the database's changes/database)
+                    -- and how often its token expired.
+                    CREATE TABLE nimbus_activity (
+                        scope TEXT PRIMARY KEY,
+                        fetched_at INTEGER,
+                        fetch_error TEXT,
+                        sent_at INTEGER,
+                        send_error TEXT,
+                        token_expiries INTEGER NOT NULL DEFAULT 0
+                    );
                     """)
         }
         return migrator
