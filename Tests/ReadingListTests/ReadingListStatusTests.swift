@@ -21,7 +21,7 @@ struct ReadingListStatusTests {
             try await ReadingListCommands(output: { text.append($0) }).status(directory: directory)
             #expect(text.text.contains("Zone ReadingList: 1 pending; fetched"))
             #expect(text.all.contains { $0.hasPrefix("  save Bookmark \(id): queued") })
-            #expect(text.text.contains("Subscription nimbus-sync (private database): known"))
+            #expect(text.text.contains("Subscription reading-list (private database): known"))
             #expect(text.text.contains("Push: not listening"))
 
             let json = OutputLog()

@@ -15,8 +15,11 @@ struct DiagnosticsMemory: Sendable {
     var pushConnections = 0
 
     /// A request is about to be retried after `error`, in `delay`.
-    mutating func retrying(after error: NimbusError, delay: Duration, at now: Date, persisted: SyncDiagnostics.Throttling?) {
-        var throttling = self.throttling ?? persisted ?? SyncDiagnostics.Throttling()
+    /// `persisted` reads what an earlier run kept, the first time.
+    mutating func retrying(
+        after error: NimbusError, delay: Duration, at now: Date, persisted: () -> SyncDiagnostics.Throttling?
+    ) {
+        var throttling = self.throttling ?? persisted() ?? SyncDiagnostics.Throttling()
         if error.code == .requestRateLimited {
             throttling.lastThrottledAt = now
             throttling.lastRetryAfterSeconds = error.retryAfterSeconds

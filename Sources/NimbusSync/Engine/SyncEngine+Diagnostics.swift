@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Nimbus
 import NimbusProtocol
 
@@ -27,8 +28,8 @@ extension SyncEngine {
         let now = clock.now()
         let limit = max(0, pendingLimit)
         let configured = configuration.zones
-        let subscriptions = [
-            (SyncDiagnostics.Subscription.Database.private, configuration.subscriptionID, StoreTransaction.StateKey.subscriptionReady),
+        let subscriptions: [(SyncDiagnostics.Subscription.Database, String?, String)] = [
+            (.private, configuration.subscriptionID, StoreTransaction.StateKey.subscriptionReady),
             (.shared, configuration.syncsSharedDatabase ? configuration.sharedSubscriptionID : nil,
              StoreTransaction.StateKey.sharedSubscriptionReady),
         ]
@@ -54,7 +55,7 @@ extension SyncEngine {
                 push: memory.push, givenUp: try transaction.givenUp().map(\.summary),
                 quarantine: try transaction.quarantineDiagnostics(limit: limit),
                 conflicts: try transaction.conflictDiagnostics(recent: 5), assets: try transaction.assetDiagnostics(),
-                throttling: memory.throttling ?? (try transaction.persistedThrottling()) ?? SyncDiagnostics.Throttling())
+                throttling: try memory.throttling ?? transaction.persistedThrottling() ?? SyncDiagnostics.Throttling())
         }
         diagnostics.isSignedOut = signedOut
         diagnostics.assets.downloadsInFlight = downloads.count
@@ -105,7 +106,7 @@ extension SyncEngine {
     /// Records how a fetch or send ended, with the throttling met meanwhile.
     private func recordActivity(_ kind: StoreTransaction.ActivityKind, scope: String, error: (any Error)?) async throws {
         let now = clock.now()
-        let recorded = error.map(RecordedError.init)
+        let recorded = error.map { RecordedError($0) }
         let throttling = takeThrottling()
         try await store.transaction { transaction in
             try transaction.recordActivity(kind, scope: scope, at: now, error: recorded)
@@ -128,7 +129,7 @@ extension SyncEngine {
     /// A retryable error of a change's own, waited out before the next pass.
     func noteRetry(after error: NimbusError, delay: Duration) {
         let now = clock.now()
-        memory.withLockedValue { $0.retrying(after: error, delay: delay, at: now, persisted: nil) }
+        memory.withLockedValue { $0.retrying(after: error, delay: delay, at: now, persisted: store.persistedThrottling) }
     }
 
     /// A batch's request failed: every entry of it gets one more attempt with the error, and
@@ -156,6 +157,34 @@ extension SyncEngine {
             if let retryAt { try transaction.setNextAttempt(zone: zone, names: again, at: retryAt) }
             if let throttling { try transaction.persistThrottling(throttling) }
         }
+    }
+
+    /// The record of `batch` a request-level error refuses for good (a schema violation names
+    /// the record), if any: sending the batch again as it is can never succeed.
+    nonisolated func refusedRecord(_ error: NimbusError, in batch: [PendingChange]) -> String? {
+        guard SyncPlanner.givesUp(error), error.code != .limitExceeded, let name = error.recordID?.recordName,
+            batch.contains(where: { $0.recordName == name })
+        else { return nil }
+        return name
+    }
+
+    /// Gives up the change the server refused a whole request for, as if it had answered
+    /// that record alone (``SyncPlanner/failed(_:state:)``), and reports it.
+    func setAsideRefused(_ name: String, zone: String, error: NimbusError) async throws {
+        let now = clock.now()
+        let decision = try await store.transaction { transaction in
+            let decision = SyncPlanner.failed(error, state: try transaction.localState(zone: zone, name: name))
+            _ = try transaction.apply(decision.actions, zone: zone, name: name)
+            try transaction.noteAttempt(zone: zone, name: name, error: RecordedError(error), at: now)
+            try transaction.recordActivity(.send, scope: zone, at: now, error: RecordedError(error))
+            return decision
+        }
+        switch decision.visible {
+        case .saved(let record)?: emit(.fetched(zone: zone, saved: [record], deleted: []))
+        case .deleted?: emit(.fetched(zone: zone, saved: [], deleted: [name]))
+        case nil: break
+        }
+        emit(.sent(saved: [], deleted: [], failed: [SyncEvent.SendFailure(zone: zone, recordName: name, error: error)]))
     }
 
     /// A database subscription was saved on the server: setup's step, recorded with its time.

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Nimbus
 
 extension SyncEngine {

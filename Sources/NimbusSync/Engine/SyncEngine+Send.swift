@@ -67,6 +67,11 @@ extension SyncEngine {
             } catch let error as NimbusError where error.code == .zoneNotFound {
                 try await recoverLostZone(first.0.zoneName)
                 progressed = true
+            } catch let error as NimbusError where refusedRecord(error, in: batch) != nil {
+                // The whole request refused for one record of it: that record is given up, the
+                // rest go again from the same position.
+                try await setAsideRefused(refusedRecord(error, in: batch)!, zone: first.0.zoneName, error: error)
+                progressed = true
             } catch {
                 // The request failed (after its retries): the batch stays, each entry with the error.
                 await recordSendFailure(batch, zone: first.0.zoneName, error: error)

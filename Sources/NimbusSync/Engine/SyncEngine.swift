@@ -44,7 +44,7 @@ public actor SyncEngine {
     private nonisolated let subscribers = NIOLockedValueBox<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
     var pushTask: Task<Void, Never>?
     /// What the diagnostics keep in memory (``diagnostics(pendingLimit:)``).
-    nonisolated let memory = NIOLockedValueBox(DiagnosticsMemory())
+    nonisolated let memory: NIOLockedValueBox<DiagnosticsMemory>
     /// This engine's registration for the store's given-up changes.
     private nonisolated let giveUpObserver = UUID()
     /// Downloads into the asset cache in flight, by checksum (one per file, however many ask).
@@ -62,10 +62,14 @@ public actor SyncEngine {
         self.store = store
         self.configuration = configuration
         self.clock = clock
+        let memory = NIOLockedValueBox(DiagnosticsMemory())
+        self.memory = memory
         self.retrier = Retrier(
             policy: configuration.retryPolicy, sleep: clock.sleep, random: clock.random,
-            onRetry: { [memory] _, error, delay in
-                memory.withLockedValue { $0.retrying(after: error, delay: delay, at: clock.now(), persisted: nil) }
+            onRetry: { _, error, delay in
+                memory.withLockedValue {
+                    $0.retrying(after: error, delay: delay, at: clock.now(), persisted: store.persistedThrottling)
+                }
             })
         // Every change given up on this store (in a send, a fetch, an account switch) is an event.
         let (id, subscribers) = (giveUpObserver, subscribers)

@@ -81,3 +81,10 @@ extension LocalStore {
         return found
     }
 }
+
+extension LocalStore {
+    /// The throttling an earlier run kept, read on the first retry of a run (so counts carry on).
+    func persistedThrottling() -> SyncDiagnostics.Throttling? {
+        try? pool.read { db in try StoreTransaction(db: db, changes: ChangeTracker(), now: now).persistedThrottling() }
+    }
+}

@@ -141,14 +141,30 @@ public final class LocalStore: Sendable {
                     -- When each zone's token was last committed.
                     ALTER TABLE nimbus_zones ADD COLUMN token_saved_at INTEGER;
                     -- Why a change was set aside, and enough of it to put it back in the outbox as it was.
-                    ALTER TABLE nimbus_quarantine ADD COLUMN reason TEXT NOT NULL DEFAULT 'unrecorded';
-                    ALTER TABLE nimbus_quarantine ADD COLUMN error TEXT;
-                    ALTER TABLE nimbus_quarantine ADD COLUMN changed_keys TEXT;
-                    ALTER TABLE nimbus_quarantine ADD COLUMN base_tag TEXT;
-                    ALTER TABLE nimbus_quarantine ADD COLUMN parent TEXT;
-                    ALTER TABLE nimbus_quarantine ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+                    -- AUTOINCREMENT: an ID the app holds (to retry or discard) never names another change.
+                    CREATE TABLE nimbus_quarantine_v5 (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        account TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        zone TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        fields TEXT NOT NULL,
+                        quarantined_at INTEGER NOT NULL,
+                        reason TEXT NOT NULL DEFAULT 'unrecorded',
+                        error TEXT,
+                        changed_keys TEXT,
+                        base_tag TEXT,
+                        parent TEXT,
+                        attempts INTEGER NOT NULL DEFAULT 0
+                    );
                     -- Server copies were only ever quarantined at an account switch.
-                    UPDATE nimbus_quarantine SET reason = 'accountChanged' WHERE kind = 'server';
+                    INSERT INTO nimbus_quarantine_v5 (id, account, kind, zone, name, type, fields, quarantined_at, reason)
+                    SELECT id, account, kind, zone, name, type, fields, quarantined_at,
+                           CASE kind WHEN 'server' THEN 'accountChanged' ELSE 'unrecorded' END
+                    FROM nimbus_quarantine;
+                    DROP TABLE nimbus_quarantine;
+                    ALTER TABLE nimbus_quarantine_v5 RENAME TO nimbus_quarantine;
                     -- The last fetch and send of each zone ('' is the database's changes/database)
                     -- and how often its token expired.
                     CREATE TABLE nimbus_activity (

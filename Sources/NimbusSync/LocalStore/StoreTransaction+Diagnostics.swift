@@ -28,6 +28,8 @@ extension StoreTransaction {
     private func insertGivenUp(_ row: Row, account: String, reason: GivenUpChange.Reason, error: RecordedError?) throws {
         let now = nowMilliseconds
         let kept = error ?? RecordedError(jsonText: row["last_error"])
+        // An error passed in is the answer to a send of the change: one more attempt.
+        let attempts = (row["attempts"] as Int) + (error == nil ? 0 : 1)
         try db.execute(
             sql: """
                 INSERT INTO nimbus_quarantine
@@ -36,13 +38,15 @@ extension StoreTransaction {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
-                account, row["kind"], row["zone"], row["name"], row["type"], row["fields"], now, reason.rawValue,
-                kept?.jsonText, row["changed_keys"], row["base_tag"], row["parent"], row["attempts"],
+                account, row["kind"] as DatabaseValue, row["zone"] as DatabaseValue, row["name"] as DatabaseValue,
+                row["type"] as DatabaseValue, row["fields"] as DatabaseValue, now, reason.rawValue, kept?.jsonText,
+                row["changed_keys"] as DatabaseValue, row["base_tag"] as DatabaseValue, row["parent"] as DatabaseValue,
+                attempts,
             ])
         changes.gaveUp(
             GivenUpChange(
                 id: db.lastInsertedRowID, account: account, change: try Outbox.pendingChange(row), reason: reason,
-                error: kept, givenUpAt: Date(milliseconds: now), attempts: row["attempts"]))
+                error: kept, givenUpAt: Date(milliseconds: now), attempts: attempts))
     }
 
     /// The given-up changes (the quarantine's pending changes), oldest first.

@@ -28,7 +28,8 @@ struct SyncActivityDiagnosticsTests {
             let fetchedAt = clock.now
             clock.advance(seconds: 5)
             var diagnostics = try await a.diagnostics()
-            #expect(diagnostics.lastDatabaseFetch == SyncDiagnostics.Activity(at: fetchedAt, error: nil))
+            #expect(diagnostics.lastDatabaseFetch?.at == fetchedAt)
+            #expect(diagnostics.lastDatabaseFetch?.succeeded == true)
             #expect(diagnostics.subscriptions.first?.state == .created)
             #expect(diagnostics.subscriptions.first?.id == "nimbus-sync")
             #expect(diagnostics.subscriptions.first?.savedAt == fetchedAt)

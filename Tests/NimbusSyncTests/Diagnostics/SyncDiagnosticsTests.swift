@@ -44,9 +44,10 @@ struct SyncDiagnosticsTests {
         }
     }
 
-    /// A change the server refuses for good (a save without a record type) is not sent again
-    /// and not dropped: it is given up with the server's error, reported as an event, listed,
-    /// counted; retried once fixed, it goes out.
+    /// A change the server refuses for good (a save without a record type: the server refuses
+    /// the whole request, naming the record) is not sent again and not dropped: it is given up
+    /// with the server's error, reported as an event, listed, counted, kept across a relaunch;
+    /// the rest of its batch goes out; retried as it is, it is refused again; discarded, gone.
     @Test func aChangeTheServerRefusesIsGivenUpReportedListedAndRetried() async throws {
         try await SyncHarness.with { harness in
             let configuration = SyncConfiguration(zones: Self.zones, subscriptionID: nil)
@@ -67,7 +68,7 @@ struct SyncDiagnosticsTests {
             #expect(change.reason == .rejected)
             #expect(change.error?.serverErrorCode == "BAD_REQUEST")
             #expect(change.error?.nimbusCode == .invalidArguments)
-            #expect(change.attempts == 0)
+            #expect(change.attempts == 1)
 
             #expect(try a.store.pendingCount() == 0)
             #expect(try a.store.record(zone: "ReadingList", name: "untyped") == nil)
@@ -132,6 +133,29 @@ struct SyncDiagnosticsTests {
             let server = try await harness.container(device: "admin").privateCloudDatabase.record(
                 for: Nimbus.Record.ID(recordName: "kept", zoneID: ZoneID(zoneName: "ReadingList")))
             #expect(server.fieldValue(forKey: "title") == "edited before the zone went")
+        }
+    }
+
+    /// A sign-out sets the account's pending changes aside: reported with their reason; only
+    /// that account may send them again.
+    @Test func anAccountChangeGivesUpThePendingChangesWithTheirReason() async throws {
+        try await SyncHarness.with { harness in
+            let (a, _) = try harness.engine("A", configuration: SyncConfiguration(zones: Self.zones, subscriptionID: nil))
+            try await a.start()
+            let user = try #require(try await a.diagnostics().account)
+            let events = a.events()
+            try a.store.write { _, outbox in try outbox.save(bookmark("mine", "unsent")) }
+            try await a.signOut()
+            let event = try await firstEvent(events) { if case .gaveUp = $0 { return true } else { return false } }
+            guard case .gaveUp(let changes) = event else { return }
+            #expect(changes.map(\.reason) == [.accountChanged])
+            #expect(changes.map(\.change.recordName) == ["mine"])
+            #expect(changes.map(\.account) == [user])
+            #expect(throws: NimbusError.self) { try a.store.retryGivenUp(changes.map(\.id)) }
+            let diagnostics = try await a.diagnostics()
+            #expect(diagnostics.account == nil)
+            #expect(diagnostics.givenUp.map(\.reason) == [.accountChanged])
+            #expect(diagnostics.pendingCount == 0)
         }
     }
 }
