@@ -286,9 +286,9 @@ public final class LocalStore: Sendable {
         }
     }
 
-    /// Records and pending changes set aside at an account switch (and the pending changes of a
-    /// zone lost with ``SyncConfiguration/ZoneLossPolicy/discardLocal``), by the account they
-    /// belonged to.
+    /// Records and pending changes set aside at an account switch, and the pending changes the
+    /// engine gave up on (``givenUp()`` lists those with their reason and error), by the
+    /// account they belonged to.
     public func quarantined() throws -> [(account: String, record: LocalRecord, pending: Bool)] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM nimbus_quarantine ORDER BY id").map { row in

@@ -59,15 +59,10 @@ extension StoreTransaction {
         return (fetch, send, row["token_expiries"])
     }
 
-    /// The zones with pending changes or activity, besides those the caller names.
+    /// The zones with pending changes (besides the configured and shared zones, which the
+    /// caller names: a shared zone that left the device keeps no diagnostics).
     func zonesWithDiagnostics() throws -> [String] {
-        try String.fetchAll(
-            db,
-            sql: """
-                SELECT zone FROM nimbus_outbox UNION SELECT scope FROM nimbus_activity WHERE scope NOT IN ('', ?)
-                ORDER BY 1
-                """,
-            arguments: [Self.sharedDatabaseScope])
+        try String.fetchAll(db, sql: "SELECT DISTINCT zone FROM nimbus_outbox ORDER BY 1")
     }
 
     func quarantineDiagnostics(limit: Int) throws -> SyncDiagnostics.Quarantine {
