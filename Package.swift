@@ -40,6 +40,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         // The dashboard's server-rendered pages.
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // One change traced end to end: spans (swift-distributed-tracing) and W3C `traceparent` headers.
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
     ],
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
@@ -107,6 +110,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // STARTTLS and TLS to the SMTP server.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // The server's spans of a traced change, and the `traceparent` they continue.
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
             ],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: swiftSettings
@@ -148,6 +155,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                // A request's trace travels in the task's `ServiceContext` and leaves as `traceparent`.
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
             ],
             swiftSettings: swiftSettings
         ),

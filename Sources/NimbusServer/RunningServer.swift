@@ -33,6 +33,8 @@ public final class RunningServer: Sendable {
     private let serviceGroup: ServiceGroup
     private let runTask: Task<Void, any Error>
     private let collector: AssetCollector
+    /// The spans of traced changes this node recorded, on their way to the store.
+    public let traces: TraceJournal
 
     /// `http://host:port`.
     public var baseURL: String { "http://\(host):\(port)" }
@@ -40,8 +42,9 @@ public final class RunningServer: Sendable {
     private init(
         port: Int, store: any NimbusStorage, configuration: ServerConfiguration, routes: [RegisteredRoute],
         push: PushHub, statistics: RequestStatistics, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>,
-        collector: AssetCollector
+        collector: AssetCollector, traces: TraceJournal
     ) {
+        self.traces = traces
         self.statistics = statistics
         self.collector = collector
         self.port = port
@@ -66,13 +69,16 @@ public final class RunningServer: Sendable {
     ) async throws -> RunningServer {
         let store = try await configuration.storage.open(logger: logger, clock: configuration.clock)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
-        let hub = PushHub()
+        let journal = TraceJournal(store: store, settings: configuration.tracing, logger: logger)
+        let tracer = NimbusTracer(journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) })
+        let hub = PushHub(tracer: tracer)
         let assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
         let links = AssetLinks(tokens: try store.changeTokens)
         var api = CloudKitAPI(
             store: store, accounts: store, notifications: store, delivery: delivery(hub),
             schemas: SchemaRegistry(store: store), assets: store, clock: configuration.clock)
         api.assetSettings = configuration.assets
+        api.tracer = tracer
         api.userQuotaBytes = configuration.userQuotaBytes
         api.containerQuotaBytes = configuration.containerQuotaBytes
         let uploadQuota =
@@ -102,6 +108,7 @@ public final class RunningServer: Sendable {
             publicBaseURL: configuration.push.publicBaseURL, assetLinks: links,
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
         responder.statistics = statistics
+        responder.tracer = tracer
         let router = Routes.build(responder: responder, statistics: statistics)
         SignInPage.add(to: router, page: SignInPage(accounts: accounts, publicBaseURL: configuration.push.publicBaseURL))
         ShareLinkPage.add(to: router)
@@ -157,7 +164,8 @@ public final class RunningServer: Sendable {
         let group = ServiceGroup(
             configuration: .init(
                 // Shut down in reverse: the sweeper first ends the couriers' long polls.
-                services: [relay, app, compactor, collector, sessionWatcher, sweeper],
+                // The trace journal first, so it stops last: its final flush sees every span.
+                services: [journal, relay, app, compactor, collector, sessionWatcher, sweeper],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))
         let runTask = Task {
@@ -177,7 +185,7 @@ public final class RunningServer: Sendable {
         }
         return RunningServer(
             port: port, store: store, configuration: configuration, routes: routes, push: hub, statistics: statistics, serviceGroup: group,
-            runTask: runTask, collector: collector)
+            runTask: runTask, collector: collector, traces: journal)
     }
 
     /// Stops accepting connections, lets in-flight requests finish, closes the database.

@@ -1,6 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Instrumentation
+import Tracing
 import Logging
 import NIOCore
 import NimbusProtocol
@@ -25,6 +27,8 @@ struct APIResponder: Sendable {
     var assetDownloadLifetime: Int64 = 0
     /// Where failed requests are counted by error code (`nil`: nowhere).
     var statistics: RequestStatistics? = nil
+    /// Traces requests that carry a sampled `traceparent` (`nil`: none).
+    var tracer: NimbusTracer? = nil
 
     static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
@@ -32,13 +36,34 @@ struct APIResponder: Sendable {
     static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
 
     func respond(to request: Request, context: some RequestContext) async -> Response {
+        guard let tracer else { return await respondUntraced(to: request, context: context) }
+        var trace = ServiceContext.topLevel
+        tracer.extract(request.headers, into: &trace, using: HTTPFieldsExtractor())
+        guard tracer.isSampled(trace) else { return await respondUntraced(to: request, context: context) }
+        let name = RequestStatisticsMiddleware.operation(ofPath: request.uri.path)
+        let span = tracer.startSpan(name, context: trace, ofKind: .server)
+        let response = await ServiceContext.withValue(span.context) {
+            await respondUntraced(to: request, context: context)
+        }
+        let device = request.headers[Self.deviceHeader]
+        span.update { attributes in
+            attributes["http.status"] = Int64(response.status.code)
+            if let device { attributes["device"] = device }
+        }
+        span.end()
+        return response
+    }
+
+    private func respondUntraced(to request: Request, context: some RequestContext) async -> Response {
         do {
             return try await handle(request, context: context)
         } catch let error as CloudKitError {
             statistics?.recordError(code: error.code.rawValue)
+            ServiceContext.currentSpan?.fail(code: error.code.rawValue, message: error.reason)
             return Self.errorResponse(error)
         } catch {
             statistics?.recordError(code: ServerErrorCode.internalError.rawValue)
+            ServiceContext.currentSpan?.fail(code: ServerErrorCode.internalError.rawValue, message: "the server failed")
             logger.error("request failed: \(error)", metadata: ["path": "\(request.uri.path)"])
             return Self.errorResponse(CloudKitError(.internalError, "the server failed to handle the request; try again"))
         }

@@ -68,6 +68,11 @@ public struct SyncConfiguration: Sendable {
     /// configuration.syncsSharedDatabase = true
     /// ```
     public var syncsSharedDatabase = false
+    /// Whether sends and push-triggered fetches are traced: each send carries a new W3C
+    /// `traceparent`, a fetch a push caused continues the push's trace, and how the fetched
+    /// changes were applied is reported to the server (`sync.apply`), so `nimbus trace` shows a
+    /// change's whole path. On by default; the server keeps spans only if it traces.
+    public var tracesChanges = true
 
     /// The ID of the database subscription the engine creates in the shared database (when
     /// ``syncsSharedDatabase``), so pushes name shared zones that changed.

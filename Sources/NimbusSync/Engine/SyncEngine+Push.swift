@@ -25,7 +25,8 @@ extension SyncEngine {
                     return memory.push
                 }
                 switch event {
-                case .connected, .notification: self.triggerFetch()
+                case .connected: self.triggerFetch()
+                case .notification(let notification): self.triggerFetch(trace: notification.trace)
                 case .disconnected: break
                 }
                 if case .notification = event { continue }
