@@ -141,6 +141,23 @@ public struct ReadingListCommands: Sendable {
         }
     }
 
+    /// `status [--json]`: why this device did or did not sync, from its local store (no
+    /// network): pending changes with their age, attempts and last error, each zone's last
+    /// fetch and send, the token, the subscription, given-up changes, conflicts, throttling.
+    public func status(directory: String, json: Bool = false) async throws {
+        let device = try Device.open(directory: directory, now: now)
+        let diagnostics = try await device.engine.diagnostics()
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            encoder.dateEncodingStrategy = .iso8601
+            output(String(decoding: try encoder.encode(diagnostics), as: UTF8.self))
+        } else {
+            output("Device \(device.configuration.deviceID) (\(device.configuration.serverURL))")
+            diagnostics.reportLines.forEach(output)
+        }
+    }
+
     /// `refresh [zone]`: fetches that zone's changes only, then prints the list.
     public func refresh(directory: String, zone: String = ReadingListSchema.bookmarksZone) async throws {
         let device = try Device.open(directory: directory, now: now)

@@ -23,7 +23,7 @@ struct ReadingListCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Init.self, SignUp.self, Verify.self, SignIn.self, SignOut.self, Add.self, Remove.self, Read.self,
-            List.self, Refresh.self, Watch.self, Thumbnail.self,
+            List.self, Refresh.self, Watch.self, Thumbnail.self, Status.self,
         ])
 }
 
@@ -185,6 +185,19 @@ extension ReadingListCommand {
 
         func run() async throws {
             try await ReadingListCommands().watch(directory: device.directory, clearScreen: !plain && isatty(1) == 1)
+        }
+    }
+}
+
+extension ReadingListCommand {
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Why didn't it sync? Pending changes, last fetch and send, errors, given-up changes (no network).")
+        @Flag(name: .long, help: "Print the diagnostics as JSON.") var json = false
+        @OptionGroup var device: DeviceOptions
+
+        func run() async throws {
+            try await ReadingListCommands().status(directory: device.directory, json: json)
         }
     }
 }

@@ -17,7 +17,7 @@ struct SharedAlbumCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Init.self, WhoAmI.self, Albums.self, Create.self, Add.self, Caption.self, Share.self, Unshare.self,
-            Join.self, Leave.self, Sync.self, Watch.self,
+            Join.self, Leave.self, Sync.self, Watch.self, Status.self,
         ])
 }
 
@@ -206,6 +206,27 @@ extension SharedAlbumCommand {
                 case .fetched(_, _, _), .sent(_, _, _): try printAlbums(app)
                 default: continue
                 }
+            }
+        }
+    }
+}
+
+extension SharedAlbumCommand {
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Why didn't it sync? Pending changes, last fetch and send, errors, given-up changes (no network).")
+        @Flag(name: .long, help: "Print the diagnostics as JSON.") var json = false
+        @OptionGroup var device: DeviceOptions
+
+        func run() async throws {
+            let diagnostics = try await device.app(sync: false).engine.diagnostics()
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                encoder.dateEncodingStrategy = .iso8601
+                print(String(decoding: try encoder.encode(diagnostics), as: UTF8.self))
+            } else {
+                diagnostics.reportLines.forEach { print($0) }
             }
         }
     }

@@ -117,6 +117,16 @@ struct SyncPlannerTests {
         }
         #expect(outcome(.zoneBusy) == .retryLater(NimbusError(.zoneBusy, "")))
         #expect(outcome(.invalidArguments) == .failed(NimbusError(.invalidArguments, "")))
+        // Refused for good: set aside as given up, not sent again; a server fault may pass.
+        let refused = SyncPlanner.saveAnswered(
+            .failure(NimbusError(.invalidArguments, "bad")), sent: 1, state: state, rules: Self.rules)
+        #expect(refused.actions == [
+            .quarantinePending(reason: .rejected, error: RecordedError(NimbusError(.invalidArguments, "bad"))), .removeOutbox,
+        ])
+        #expect(refused.visible == .deleted)
+        let fault = SyncPlanner.saveAnswered(.failure(NimbusError(.internalError, "")), sent: 1, state: state, rules: Self.rules)
+        #expect(fault.actions.isEmpty)
+        #expect(fault.send == .failed(NimbusError(.internalError, "")))
         #expect(outcome(.zoneNotFound) == .zoneLost)
     }
 
@@ -139,11 +149,11 @@ struct SyncPlannerTests {
     @Test func discardingALostZoneQuarantinesPendingChanges() throws {
         let state = LocalState(copy: try copy(tag: "t1", ["title": "old"]), pending: pending(.save, ["title": "mine"]))
         let decision = SyncPlanner.zoneLost(state: state, policy: .discardLocal)
-        #expect(decision.actions == [.removeCopy, .quarantinePending, .removeOutbox])
+        #expect(decision.actions == [.removeCopy, .quarantinePending(reason: .zoneDiscarded, error: nil), .removeOutbox])
         #expect(decision.visible == .deleted)
 
         let unsentDelete = SyncPlanner.zoneLost(state: LocalState(pending: pending(.delete)), policy: .discardLocal)
-        #expect(unsentDelete.actions == [.quarantinePending, .removeOutbox])
+        #expect(unsentDelete.actions == [.quarantinePending(reason: .zoneDiscarded, error: nil), .removeOutbox])
         #expect(unsentDelete.visible == nil)  // already gone from the app's view
 
         let copyOnly = SyncPlanner.zoneLost(state: LocalState(copy: try copy(tag: "t1", ["title": "old"])), policy: .recreateAndReupload)
@@ -154,6 +164,8 @@ struct SyncPlannerTests {
 /// A change the server refuses for permission (a read-only participant) is never sent again.
 @Suite("Sync planner: permission")
 struct SyncPlannerPermissionTests {
+    static let readOnly = RecordedError(NimbusError(.permissionFailure, "read-only"))
+
     @Test func aRefusedSaveIsQuarantinedAndTheServerCopyShownAgain() throws {
         let planner = SyncPlannerTests()
         let copy = try planner.copy(tag: "t1", ["title": "Server"])
@@ -161,7 +173,7 @@ struct SyncPlannerPermissionTests {
         let decision = SyncPlanner.saveAnswered(
             .failure(NimbusError(.permissionFailure, "read-only")), sent: 1, state: LocalState(copy: copy, pending: pending),
             rules: MergeRules())
-        #expect(decision.actions == [.quarantinePending, .removeOutbox])
+        #expect(decision.actions == [.quarantinePending(reason: .permissionDenied, error: Self.readOnly), .removeOutbox])
         #expect(decision.send == .failed(NimbusError(.permissionFailure, "read-only")))
         guard case .saved(let shown)? = decision.visible else {
             Issue.record("the server's copy is shown again")
@@ -176,7 +188,7 @@ struct SyncPlannerPermissionTests {
             .failure(NimbusError(.permissionFailure, "read-only")), sent: 1, state: LocalState(pending: pending),
             rules: MergeRules())
         #expect(decision.visible == .deleted)
-        #expect(decision.actions == [.quarantinePending, .removeOutbox])
+        #expect(decision.actions == [.quarantinePending(reason: .permissionDenied, error: Self.readOnly), .removeOutbox])
     }
 
     @Test func aRefusedDeleteIsNotSentAgain() throws {
@@ -184,7 +196,7 @@ struct SyncPlannerPermissionTests {
         let decision = SyncPlanner.deleteAnswered(
             .failure(NimbusError(.permissionFailure, "read-only")), sent: 1,
             state: LocalState(copy: try planner.copy(tag: "t1", ["title": "Server"]), pending: planner.pending(.delete, base: "t1")))
-        #expect(decision.actions == [.quarantinePending, .removeOutbox])
+        #expect(decision.actions == [.quarantinePending(reason: .permissionDenied, error: Self.readOnly), .removeOutbox])
         #expect(decision.send == .failed(NimbusError(.permissionFailure, "read-only")))
     }
 }

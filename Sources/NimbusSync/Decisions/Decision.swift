@@ -42,8 +42,9 @@ enum StoreAction: Equatable {
     case lockDelete(toChangeTag: String?)
     /// Queues a save of every field (a lost zone's record, uploaded again).
     case enqueueSave(recordType: String, fields: [String: FieldValue])
-    /// Moves the pending change to the quarantine of the signed-in account.
-    case quarantinePending
+    /// Moves the pending change to the quarantine of the signed-in account, as given up for
+    /// `reason` (``GivenUpChange``).
+    case quarantinePending(reason: GivenUpChange.Reason, error: RecordedError?)
     case logConflict([FieldResolution])
     /// Forgets the record's asset uploads (their receipts were spent or refused).
     case forgetUploads
@@ -71,7 +72,8 @@ enum SendOutcome: Equatable {
     case sendAgain(NimbusError)
     /// Failed for now; send again after a wait.
     case retryLater(NimbusError)
-    /// Failed for good; stays in the outbox and is reported.
+    /// Failed for good: reported; given up (``GivenUpChange``) unless the error may pass
+    /// (then it stays in the outbox).
     case failed(NimbusError)
     /// The zone is gone from the server.
     case zoneLost

@@ -103,7 +103,7 @@ enum SyncPlanner {
                 if let pending = state.pending, pending.kind == .save { decision.actions.append(recreate(pending)) }
                 return decision
             default:
-                return Decision(send: failure(error))
+                return failed(error, state: state)
             }
         }
     }
@@ -129,7 +129,7 @@ enum SyncPlanner {
             }
             return editBeatsStaleDelete(server, confirmed: false)
         default:
-            return Decision(send: failure(error))
+            return failed(error, state: state)
         }
     }
 
@@ -147,8 +147,31 @@ enum SyncPlanner {
     /// (kept, not sent), and the app sees the server's copy again, or the record vanish when
     /// the server never had it.
     static func permissionDenied(_ error: NimbusError, state: LocalState) -> Decision {
+        setAside(error, reason: .permissionDenied, state: state)
+    }
+
+    /// A change answered with an error of its own that is not retried: given up when sending
+    /// it again as it is can never succeed (``givesUp(_:)``), kept in the outbox otherwise.
+    static func failed(_ error: NimbusError, state: LocalState) -> Decision {
+        givesUp(error) ? setAside(error, reason: .rejected, state: state) : Decision(send: failure(error))
+    }
+
+    /// Whether the server refused a change for good: not retryable, and not an error that
+    /// may pass without the change being edited (a lost zone, credentials, a server fault).
+    static func givesUp(_ error: NimbusError) -> Bool {
+        let passing: Set<NimbusError.Code> = [
+            .zoneNotFound, .notAuthenticated, .operationCancelled, .internalError, .serverRejectedRequest,
+        ]
+        return !error.isRetryable && !passing.contains(error.code)
+    }
+
+    /// Sets the pending change aside (the quarantine, as given up for `reason`), and shows
+    /// the app the server's copy again, or the record vanish when the server never had it.
+    static func setAside(_ error: NimbusError, reason: GivenUpChange.Reason, state: LocalState) -> Decision {
         var decision = Decision(send: .failed(error))
-        if state.pending != nil { decision.actions = [.quarantinePending, .removeOutbox] }
+        if state.pending != nil {
+            decision.actions = [.quarantinePending(reason: reason, error: RecordedError(error)), .removeOutbox]
+        }
         if let copy = state.copy, let record = try? Nimbus.Record(systemFieldsData: copy.system) {
             decision.visible = .saved(LocalRecord(record, fields: copy.fields))
         } else {
@@ -202,7 +225,9 @@ enum SyncPlanner {
     }
 
     /// The zone is gone from the server (deleted, or the server was wiped).
-    static func zoneLost(state: LocalState, policy: SyncConfiguration.ZoneLossPolicy) -> Decision {
+    static func zoneLost(
+        state: LocalState, policy: SyncConfiguration.ZoneLossPolicy, reason: GivenUpChange.Reason = .zoneDiscarded
+    ) -> Decision {
         var decision = Decision()
         if state.copy != nil { decision.actions.append(.removeCopy) }
         switch policy {
@@ -219,7 +244,7 @@ enum SyncPlanner {
                 }
             }
         case .discardLocal:
-            if state.pending != nil { decision.actions += [.quarantinePending, .removeOutbox] }
+            if state.pending != nil { decision.actions += [.quarantinePending(reason: reason, error: nil), .removeOutbox] }
             let wasVisible = state.pending.map { $0.kind == .save } ?? (state.copy != nil)
             if wasVisible { decision.visible = .deleted }
         }

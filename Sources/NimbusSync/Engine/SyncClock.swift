@@ -1,19 +1,24 @@
 import Foundation
 
-/// How the engine waits and draws random numbers: between retries of a failed request (the
-/// server's `retryAfter`, or backoff with jitter). Tests inject one that waits for nothing.
+/// How the engine waits, reads the time and draws random numbers: between retries of a
+/// failed request (the server's `retryAfter`, or backoff with jitter), and for the times
+/// ``SyncDiagnostics`` reports. Tests inject one that waits for nothing.
 public struct SyncClock: Sendable {
     /// Waits; must throw when the task is cancelled.
     public var sleep: @Sendable (Duration) async throws -> Void
     /// A number in `0..<1`, for the jitter of retry waits.
     public var random: @Sendable () -> Double
+    /// The time now: when fetches and sends ended, ages of pending changes, backoffs.
+    public var now: @Sendable () -> Date
 
     public init(
         sleep: @escaping @Sendable (Duration) async throws -> Void,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.sleep = sleep
         self.random = random
+        self.now = now
     }
 
     /// Real waits (`Task.sleep`) and system randomness.

@@ -5,7 +5,7 @@ import NimbusProtocol
 extension SyncEngine {
     /// `changes/database` since the stored token, then `records/changes` for the configured
     /// zones that changed. Tokens are saved in the same transactions as the data they cover.
-    func fetchDatabase() async throws {
+    func fetchDatabaseChanges() async throws {
         let configured = Set(configuration.zones)
         var changed: [String] = []
         var lost: [String] = []
@@ -40,7 +40,7 @@ extension SyncEngine {
     /// the token after the last page.
     func readDatabaseChanges(
         since token: ServerChangeToken?, _ read: @escaping @Sendable (ServerChangeToken?) async throws -> DatabaseChanges,
-        restarted: () -> Void, page: (DatabaseChanges) -> Void
+        scope: String = "", restarted: () -> Void, page: (DatabaseChanges) -> Void
     ) async throws -> ServerChangeToken {
         var token = token
         while true {
@@ -49,6 +49,7 @@ extension SyncEngine {
                 let since = token
                 changes = try await retrying { try await read(since) }
             } catch let error as NimbusError where error.code == .changeTokenExpired {
+                try await noteTokenExpired(scope: scope)
                 token = nil
                 restarted()
                 continue
@@ -62,7 +63,7 @@ extension SyncEngine {
     /// Fetches one zone's changes since its token and applies them page by page. An expired
     /// token makes it refetch from no token and reconcile: local copies the server no longer
     /// has (and that have no pending change) are removed.
-    func fetchZone(_ zone: String, reconcile forceReconcile: Bool = false) async throws {
+    func fetchZoneChanges(_ zone: String, reconcile forceReconcile: Bool = false) async throws {
         var token = forceReconcile ? nil : try await store.reading { try $0.zoneToken(zone) }
         var reconciling = forceReconcile
         var recoveredZone = false
@@ -81,6 +82,7 @@ extension SyncEngine {
                     page = try await retrying { try await self.service.zoneChanges(zone, since: since) }
                 }
             } catch let error as NimbusError where error.code == .changeTokenExpired {
+                try await noteTokenExpired(scope: zone)
                 token = nil
                 reconciling = true
                 seen = []

@@ -67,6 +67,15 @@ extension SyncEngine {
             } catch let error as NimbusError where error.code == .zoneNotFound {
                 try await recoverLostZone(first.0.zoneName)
                 progressed = true
+            } catch let error as NimbusError where refusedRecord(error, in: batch) != nil {
+                // The whole request refused for one record of it: that record is given up, the
+                // rest go again from the same position.
+                try await setAsideRefused(refusedRecord(error, in: batch)!, zone: first.0.zoneName, error: error)
+                progressed = true
+            } catch {
+                // The request failed (after its retries): the batch stays, each entry with the error.
+                await recordSendFailure(batch, zone: first.0.zoneName, error: error)
+                throw error
             }
         }
     }
@@ -103,8 +112,15 @@ extension SyncEngine {
         let rules = configuration
         let unsent = nothing
         let receipts = assets.withReceipts
+        let (sentAt, assetFailures) = (clock.now(), assets.failures)
         let settled = try await store.transaction { transaction in
-            var settled = SentBatch()
+            var settled = SentBatch(at: sentAt)
+            // Uploads that failed for good: their changes are given up or wait, like a refused save.
+            for failure in assetFailures {
+                try settled.record(
+                    SyncPlanner.failed(failure.error, state: try transaction.localState(zone: zone, name: failure.recordName)),
+                    name: failure.recordName, zone: zone, transaction)
+            }
             // Deletes of records that never reached the server: nothing was sent.
             for change in unsent {
                 let state = try transaction.localState(zone: zone, name: change.recordName)
@@ -129,7 +145,7 @@ extension SyncEngine {
             }
             return settled
         }
-        var failures = settled.failures + assets.failures
+        var failures = settled.failures
         if !assets.uploaded.isEmpty { try await adoptUploads(assets.uploaded, saved: settled.saved) }
         for (name, error) in settled.again {
             let id = LocalRecordID(zoneName: zone, recordName: name)
@@ -139,9 +155,11 @@ extension SyncEngine {
             } else if error.isRetryable {
                 let delay = configuration.retryPolicy.delay(afterFailure: drain.attempts[id]!, error: error, random: clock.random())
                 drain.wait = max(drain.wait ?? .zero, delay)
+                noteRetry(after: error, delay: delay)
             }
         }
         for failure in failures { drain.settled.insert(LocalRecordID(zoneName: zone, recordName: failure.recordName)) }
+        try await recordSent(zone: zone, again: settled.again.map(\.0), retryingIn: drain.wait)
         for conflict in settled.conflicts { emit(.conflictResolved(conflict)) }
         if !settled.restored.isEmpty || !settled.removed.isEmpty {
             emit(.fetched(zone: zone, saved: settled.restored, deleted: settled.removed))
@@ -171,6 +189,8 @@ extension Result where Failure == NimbusError {
 
 /// What a batch's answers did, for the events and the drain.
 private struct SentBatch: Sendable {
+    /// When the batch's answers came (for the entries' attempts).
+    var at: Date
     var saved: [String] = []
     var deleted: [String] = []
     var failures: [SyncEvent.SendFailure] = []
@@ -185,6 +205,15 @@ private struct SentBatch: Sendable {
 
     mutating func record(_ decision: Decision, name: String, zone: String, _ transaction: StoreTransaction) throws {
         conflicts += try transaction.apply(decision.actions, zone: zone, name: name)
+        // An entry the answer left in the outbox: one more attempt, with its error (none: sent,
+        // but edited meanwhile).
+        switch decision.send {
+        case .saved?, .deleted?:
+            if !decision.actions.contains(.removeOutbox) { try transaction.noteAttempt(zone: zone, name: name, error: nil, at: at) }
+        case .sendAgain(let error)?, .retryLater(let error)?, .failed(let error)?:
+            try transaction.noteAttempt(zone: zone, name: name, error: RecordedError(error), at: at)
+        case .zoneLost?, nil: break
+        }
         switch decision.visible {
         case .saved(let record)?: restored.append(record)
         case .deleted?: removed.append(name)

@@ -46,7 +46,7 @@ extension SyncEngine {
         if let subscriptionID = configuration.subscriptionID, subscriptionReady != subscriptionID {
             let subscription = Subscription(id: subscriptionID, kind: .database)
             try await retrying { try await self.service.saveSubscription(subscription) }
-            try await store.transaction { try $0.setState(Key.subscriptionReady, subscriptionID) }
+            try await subscriptionSaved(.private, key: Key.subscriptionReady, id: subscriptionID)
         }
         try await setUpSharedDatabase()
     }

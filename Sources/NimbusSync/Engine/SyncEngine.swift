@@ -42,7 +42,11 @@ public actor SyncEngine {
     /// Event subscribers; behind a lock (not actor state) so ``events()`` can register
     /// synchronously from any context.
     private nonisolated let subscribers = NIOLockedValueBox<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
-    private var pushTask: Task<Void, Never>?
+    var pushTask: Task<Void, Never>?
+    /// What the diagnostics keep in memory (``diagnostics(pendingLimit:)``).
+    nonisolated let memory: NIOLockedValueBox<DiagnosticsMemory>
+    /// This engine's registration for the store's given-up changes.
+    private nonisolated let giveUpObserver = UUID()
     /// Downloads into the asset cache in flight, by checksum (one per file, however many ask).
     var downloads: [String: Task<URL, any Error>] = [:]
 
@@ -58,7 +62,26 @@ public actor SyncEngine {
         self.store = store
         self.configuration = configuration
         self.clock = clock
-        self.retrier = Retrier(policy: configuration.retryPolicy, sleep: clock.sleep, random: clock.random)
+        let memory = NIOLockedValueBox(DiagnosticsMemory())
+        self.memory = memory
+        self.retrier = Retrier(
+            policy: configuration.retryPolicy, sleep: clock.sleep, random: clock.random,
+            onRetry: { _, error, delay in
+                memory.withLockedValue {
+                    $0.retrying(after: error, delay: delay, at: clock.now(), persisted: store.persistedThrottling)
+                }
+            })
+        // Every change given up on this store (in a send, a fetch, an account switch) is an event.
+        let (id, subscribers) = (giveUpObserver, subscribers)
+        store.giveUpObservers.withLockedValue { observers in
+            observers[id] = { changes in
+                for continuation in subscribers.withLockedValue({ Array($0.values) }) { continuation.yield(.gaveUp(changes)) }
+            }
+        }
+    }
+
+    deinit {
+        _ = store.giveUpObservers.withLockedValue { $0.removeValue(forKey: giveUpObserver) }
     }
 
     // MARK: - Events
@@ -97,6 +120,7 @@ public actor SyncEngine {
     /// push notifications), until ``stopListening()``.
     public func listen<S: AsyncSequence & Sendable>(to notifications: S) where S.Element == PushNotification {
         pushTask?.cancel()
+        memory.withLockedValue { $0.push = nil }  // a bare sequence of pushes has no connection to report
         pushTask = Task {
             do {
                 // Each push only triggers a fetch; triggers coalesce (one fetch in flight, at
@@ -109,7 +133,7 @@ public actor SyncEngine {
     /// Schedules a fetch nobody awaits: its failure is reported as ``SyncEvent/fetchFailed(_:)``.
     /// A traced push's fetch continues the push's trace (when it does not coalesce into a
     /// fetch already queued).
-    private func triggerFetch(trace: RequestTrace? = nil) {
+    func triggerFetch(trace: RequestTrace? = nil) {
         let task =
             if let trace, configuration.tracesChanges {
                 RequestTrace.$current.withValue(trace.child()) { scheduled(.fetch) }
@@ -132,6 +156,7 @@ public actor SyncEngine {
     public func stopListening() {
         pushTask?.cancel()
         pushTask = nil
+        memory.withLockedValue { $0.push = nil }
     }
 
     // MARK: - Coalesced triggers

@@ -7,10 +7,12 @@ public enum SyncEvent: Sendable {
     /// Remote changes were applied to the local store. Echoes of this device's own sends
     /// are not reported.
     case fetched(zone: String, saved: [LocalRecord], deleted: [String])
-    /// Pending changes reached the server, or failed for good (they stay in the outbox until
-    /// the next send; a change the server kept answering with a newer version is reported
-    /// as failed with ``NimbusError/Code/serverRecordChanged`` after
-    /// ``SyncConfiguration/retryPolicy``'s attempts).
+    /// Pending changes reached the server, or failed: a change the server refused for good
+    /// is also reported as ``gaveUp(_:)`` and set aside; one that failed with an error that
+    /// may pass stays in the outbox for the next send, its attempts and last error in
+    /// ``SyncDiagnostics``; so does a change the server kept answering with a newer version,
+    /// reported as failed with ``NimbusError/Code/serverRecordChanged`` after
+    /// ``SyncConfiguration/retryPolicy``'s attempts.
     case sent(saved: [String], deleted: [String], failed: [SendFailure])
     /// Both sides changed a record; the merge decided.
     case conflictResolved(ConflictRecord)
@@ -51,6 +53,15 @@ public enum SyncEvent: Sendable {
     /// An asset file's bytes moved: an upload before its record's save, or a download into
     /// the cache.
     case assetProgress(AssetTransfer)
+    /// The engine stopped sending these changes and set them aside, each with its reason
+    /// and the server's error (a change the server refused for good, one the user may not
+    /// make, a lost zone let go, a share that ended, an account switch). They are kept:
+    /// list them with ``LocalStore/givenUp()``, put them back with
+    /// ``SyncEngine/retry(givenUp:)`` or let them go with ``LocalStore/discardGivenUp(_:)``.
+    case gaveUp([GivenUpChange])
+    /// The push channel of ``SyncEngine/listen(to:)-(PushClient)`` connected or dropped
+    /// (its state as ``SyncDiagnostics/push`` reports it).
+    case pushConnectionChanged(SyncDiagnostics.PushConnection)
 
     /// How far one asset file's upload or download got.
     public struct AssetTransfer: Sendable, Hashable {

@@ -43,7 +43,7 @@ public struct LocalRecord: Sendable, Hashable {
 
 /// One pending change in the outbox.
 public struct PendingChange: Sendable, Hashable {
-    public enum Kind: String, Sendable, Hashable { case save, delete }
+    public enum Kind: String, Sendable, Hashable, Codable { case save, delete }
     public var zoneName: String
     public var recordName: String
     public var kind: Kind
@@ -61,7 +61,7 @@ public struct PendingChange: Sendable, Hashable {
 }
 
 /// An entry of the conflict log: a record both sides changed, and how it was resolved.
-public struct ConflictRecord: Sendable, Hashable {
+public struct ConflictRecord: Sendable, Hashable, Codable {
     public var zoneName: String
     public var recordName: String
     /// Milliseconds since the epoch.

@@ -3,7 +3,7 @@ import GRDB
 import NIOConcurrencyHelpers
 
 /// A record of the local store, by zone and name.
-public struct LocalRecordID: Sendable, Hashable, CustomStringConvertible {
+public struct LocalRecordID: Sendable, Hashable, Codable, CustomStringConvertible {
     public var zoneName: String
     public var recordName: String
 
@@ -42,10 +42,15 @@ extension LocalStore {
     /// Reports what `changes` holds to the subscribers once the transaction of `db` commits
     /// (GRDB runs commit callbacks on the writer, in commit order; a rollback reports nothing).
     func publishOnCommit(_ changes: ChangeTracker, _ db: GRDB.Database) {
-        guard !changes.records.isEmpty else { return }
-        let records = changes.records
-        db.afterNextTransaction(onCommit: { [subscribers] _ in
-            for continuation in subscribers.withLockedValue({ Array($0.values) }) { continuation.yield(records) }
+        guard !changes.records.isEmpty || !changes.givenUp.isEmpty else { return }
+        let (records, givenUp) = (changes.records, changes.givenUp)
+        db.afterNextTransaction(onCommit: { [subscribers, giveUpObservers] _ in
+            if !records.isEmpty {
+                for continuation in subscribers.withLockedValue({ Array($0.values) }) { continuation.yield(records) }
+            }
+            if !givenUp.isEmpty {
+                for observer in giveUpObservers.withLockedValue({ Array($0.values) }) { observer(givenUp) }
+            }
         })
     }
 }
@@ -54,8 +59,14 @@ extension LocalStore {
 /// thread: the writer's), so it needs no lock and is not `Sendable`.
 final class ChangeTracker {
     private(set) var records = Set<LocalRecordID>()
+    /// Changes this transaction gave up on (reported as ``SyncEvent/gaveUp(_:)`` on commit).
+    private(set) var givenUp: [GivenUpChange] = []
 
     func insert(zone: String, name: String) {
         records.insert(LocalRecordID(zoneName: zone, recordName: name))
+    }
+
+    func gaveUp(_ change: GivenUpChange) {
+        givenUp.append(change)
     }
 }

@@ -18,6 +18,8 @@ public final class LocalStore: Sendable {
     let now: @Sendable () -> Date
     /// Subscribers of ``changes()``.
     let subscribers = NIOLockedValueBox<[UUID: AsyncStream<Set<LocalRecordID>>.Continuation]>([:])
+    /// Told of the changes each committed transaction gave up on (the engines over this store).
+    let giveUpObservers = NIOLockedValueBox<[UUID: @Sendable ([GivenUpChange]) -> Void]>([:])
 
     /// Opens (or creates) the store at `path`; `now` is the clock it stamps outbox entries,
     /// conflicts and quarantined records with.
@@ -125,6 +127,54 @@ public final class LocalStore: Sendable {
                 sql: """
                     ALTER TABLE nimbus_records ADD COLUMN parent TEXT;
                     ALTER TABLE nimbus_outbox ADD COLUMN parent TEXT;
+                    """)
+        }
+        migrator.registerMigration("sync-v5-diagnostics") { db in
+            try db.execute(
+                sql: """
+                    -- What became of each send of a pending change: sends that did not take it off the
+                    -- outbox, the last one's error (RecordedError as JSON) and when it goes out again.
+                    ALTER TABLE nimbus_outbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE nimbus_outbox ADD COLUMN last_error TEXT;
+                    ALTER TABLE nimbus_outbox ADD COLUMN last_attempt_at INTEGER;
+                    ALTER TABLE nimbus_outbox ADD COLUMN next_attempt_at INTEGER;
+                    -- When each zone's token was last committed.
+                    ALTER TABLE nimbus_zones ADD COLUMN token_saved_at INTEGER;
+                    -- Why a change was set aside, and enough of it to put it back in the outbox as it was.
+                    -- AUTOINCREMENT: an ID the app holds (to retry or discard) never names another change.
+                    CREATE TABLE nimbus_quarantine_v5 (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        account TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        zone TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        fields TEXT NOT NULL,
+                        quarantined_at INTEGER NOT NULL,
+                        reason TEXT NOT NULL DEFAULT 'unrecorded',
+                        error TEXT,
+                        changed_keys TEXT,
+                        base_tag TEXT,
+                        parent TEXT,
+                        attempts INTEGER NOT NULL DEFAULT 0
+                    );
+                    -- Server copies were only ever quarantined at an account switch.
+                    INSERT INTO nimbus_quarantine_v5 (id, account, kind, zone, name, type, fields, quarantined_at, reason)
+                    SELECT id, account, kind, zone, name, type, fields, quarantined_at,
+                           CASE kind WHEN 'server' THEN 'accountChanged' ELSE 'unrecorded' END
+                    FROM nimbus_quarantine;
+                    DROP TABLE nimbus_quarantine;
+                    ALTER TABLE nimbus_quarantine_v5 RENAME TO nimbus_quarantine;
+                    -- The last fetch and send of each zone ('' is the database's changes/database)
+                    -- and how often its token expired.
+                    CREATE TABLE nimbus_activity (
+                        scope TEXT PRIMARY KEY,
+                        fetched_at INTEGER,
+                        fetch_error TEXT,
+                        sent_at INTEGER,
+                        send_error TEXT,
+                        token_expiries INTEGER NOT NULL DEFAULT 0
+                    );
                     """)
         }
         return migrator
@@ -236,9 +286,9 @@ public final class LocalStore: Sendable {
         }
     }
 
-    /// Records and pending changes set aside at an account switch (and the pending changes of a
-    /// zone lost with ``SyncConfiguration/ZoneLossPolicy/discardLocal``), by the account they
-    /// belonged to.
+    /// Records and pending changes set aside at an account switch, and the pending changes the
+    /// engine gave up on (``givenUp()`` lists those with their reason and error), by the
+    /// account they belonged to.
     public func quarantined() throws -> [(account: String, record: LocalRecord, pending: Bool)] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM nimbus_quarantine ORDER BY id").map { row in

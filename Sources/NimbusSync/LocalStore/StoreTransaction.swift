@@ -15,7 +15,7 @@ struct StoreTransaction {
     /// The app's outbox API, in this transaction.
     var outbox: Outbox { Outbox(db: db, changes: changes, now: now) }
 
-    private var nowMilliseconds: Int64 { Int64(now().timeIntervalSince1970 * 1000) }
+    var nowMilliseconds: Int64 { Int64(now().timeIntervalSince1970 * 1000) }
 
     // MARK: - Engine state
 
@@ -58,10 +58,10 @@ struct StoreTransaction {
     func setZoneToken(_ zone: String, _ token: ServerChangeToken?) throws {
         try db.execute(
             sql: """
-                INSERT INTO nimbus_zones (zone, token, confirmed) VALUES (?, ?, 1)
-                ON CONFLICT(zone) DO UPDATE SET token = excluded.token
+                INSERT INTO nimbus_zones (zone, token, confirmed, token_saved_at) VALUES (?, ?, 1, ?)
+                ON CONFLICT(zone) DO UPDATE SET token = excluded.token, token_saved_at = excluded.token_saved_at
                 """,
-            arguments: [zone, token.flatMap(Self.encodeToken)])
+            arguments: [zone, token.flatMap(Self.encodeToken), token == nil ? nil : nowMilliseconds])
     }
 
     /// The local names of the shared zones the device holds (a token, a copy or a pending
@@ -237,13 +237,8 @@ struct StoreTransaction {
             case .enqueueSave(let recordType, let fields):
                 try outbox.upsert(
                     zone: zone, name: name, kind: .save, type: recordType, fields: fields, changedKeys: Set(fields.keys))
-            case .quarantinePending:
-                try db.execute(
-                    sql: """
-                        INSERT INTO nimbus_quarantine (account, kind, zone, name, type, fields, quarantined_at)
-                        SELECT ?, kind, zone, name, type, fields, ? FROM nimbus_outbox WHERE zone = ? AND name = ?
-                        """,
-                    arguments: [try state(StateKey.account) ?? "", nowMilliseconds, zone, name])
+            case .quarantinePending(let reason, let error):
+                try giveUp(zone: zone, name: name, reason: reason, error: error)
             case .logConflict(let resolutions):
                 conflicts.append(try logConflict(zone: zone, name: name, resolutions: resolutions))
                 continue
@@ -290,21 +285,19 @@ struct StoreTransaction {
         for row in names { changes.insert(zone: row["zone"], name: row["name"]) }
         try db.execute(
             sql: """
-                INSERT INTO nimbus_quarantine (account, kind, zone, name, type, fields, quarantined_at)
-                SELECT ?, 'server', zone, name, type, fields, ? FROM nimbus_records
+                INSERT INTO nimbus_quarantine (account, kind, zone, name, type, fields, quarantined_at, reason)
+                SELECT ?, 'server', zone, name, type, fields, ?, 'accountChanged' FROM nimbus_records
                 """,
             arguments: [account, now])
-        try db.execute(
-            sql: """
-                INSERT INTO nimbus_quarantine (account, kind, zone, name, type, fields, quarantined_at)
-                SELECT ?, kind, zone, name, type, fields, ? FROM nimbus_outbox
-                """,
-            arguments: [account, now])
+        try giveUpOutbox(account: account)
+        try db.execute(sql: "DELETE FROM nimbus_activity")
         try db.execute(sql: "DELETE FROM nimbus_records")
         try db.execute(sql: "DELETE FROM nimbus_outbox")
         try db.execute(sql: "DELETE FROM nimbus_asset_uploads")
         try db.execute(sql: "DELETE FROM nimbus_zones")
-        try db.execute(sql: "DELETE FROM nimbus_state WHERE key != ?", arguments: [StateKey.account])
+        // The diagnostics' engine-wide records (throttling) are the device's, not the account's.
+        try db.execute(
+            sql: "DELETE FROM nimbus_state WHERE key != ? AND key NOT LIKE 'diagnostics.%'", arguments: [StateKey.account])
     }
 }
 

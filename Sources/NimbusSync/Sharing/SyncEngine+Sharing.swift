@@ -12,7 +12,7 @@ extension SyncEngine {
         guard ready != subscriptionID else { return }
         let subscription = Subscription(id: subscriptionID, kind: .database)
         try await retrying { try await self.service.saveSharedSubscription(subscription) }
-        try await store.transaction { try $0.setState(Key.sharedSubscriptionReady, subscriptionID) }
+        try await subscriptionSaved(.shared, key: Key.sharedSubscriptionReady, id: subscriptionID)
     }
 
     /// `changes/database` in the shared database since its token: zones that changed are
@@ -28,7 +28,7 @@ extension SyncEngine {
         var ended: [ZoneID] = []
         let token = try await readDatabaseChanges(
             since: stored, { try await self.service.sharedDatabaseChanges(since: $0) },
-            restarted: { (complete, listed, ended) = (true, [], []) }
+            scope: StoreTransaction.sharedDatabaseScope, restarted: { (complete, listed, ended) = (true, [], []) }
         ) { changes in
             (listed, ended) = SharedZonePlanner.apply(changes, listed: listed, ended: ended)
         }
@@ -50,7 +50,7 @@ extension SyncEngine {
         let removed = try await store.transaction { transaction in
             var removed: [String] = []
             for (name, state) in try transaction.zoneStates(zone: zone).sorted(by: { $0.key < $1.key }) {
-                let decision = SyncPlanner.zoneLost(state: state, policy: .discardLocal)
+                let decision = SyncPlanner.zoneLost(state: state, policy: .discardLocal, reason: .shareRevoked)
                 _ = try transaction.apply(decision.actions, zone: zone, name: name)
                 if decision.visible == .deleted { removed.append(name) }
             }
