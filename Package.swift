@@ -362,6 +362,8 @@ let package = Package(
             name: "NimbusDashboardTests",
             dependencies: [
                 "NimbusDashboard", "NimbusServer", "NimbusStore", "NimbusProtocol",
+                // The traces page's tests make traced changes with the SDK.
+                "Nimbus",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -4,6 +4,7 @@ import base64
 import json
 import os
 import re
+import secrets
 import subprocess
 import urllib.request
 
@@ -187,6 +188,43 @@ def test_live_request_counter_moves(server, driver, shots):
     assert "nimbus" in driver.find_element(By.ID, "live-log").text
     shots(driver, "live")
     assert rates is not None
+
+
+def test_trace_of_a_record(server, driver, shots):
+    # A change sent as the SDK sends a traced one: a sampled W3C traceparent.
+    trace_id = secrets.token_hex(16)
+    url = (f"{server.base_url}/database/1/{CONTAINER}/development/public/records/modify"
+           f"?ckAPIToken={server.api_token}&ckWebAuthToken={state['user']}")
+    body = {"operations": [{"operationType": "create", "record": {
+        "recordName": "traced-note", "recordType": "Note", "fields": {"title": {"value": "traced"}}}}]}
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    request.add_header("traceparent", f"00-{trace_id}-{secrets.token_hex(8)}-01")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert "serverErrorCode" not in json.loads(response.read())["records"][0]
+    driver.get(server.base_url + "/dashboard")
+    driver.find_element(By.LINK_TEXT, "Traces").click()
+    search = wait(driver).until(EC.presence_of_element_located((By.ID, "q")))
+    search.send_keys("traced-note")
+    search.submit()
+
+    # The server writes hops to its store every 200 ms: search again until they are there.
+    def verdict(_):
+        text = driver.find_element(By.ID, "verdict").text
+        if "not sent" in text:
+            driver.find_element(By.ID, "trace-search").submit()
+            return False
+        return text
+    text = wait(driver).until(verdict)
+    assert text.startswith("Where it stopped: committed"), text
+    assert trace_id in driver.find_element(By.ID, "trace-id").text
+    assert "records/modify" in driver.find_element(By.ID, "hops").text
+    assert trace_id in driver.find_element(By.ID, "recent-traces").text
+    shots(driver, "traces")
+    # The record page links to the same trace.
+    open_record(driver, server, "traced-note")
+    driver.find_element(By.ID, "trace-link").click()
+    assert trace_id in wait(driver).until(EC.presence_of_element_located((By.ID, "trace-id"))).text
 
 
 def test_sign_out(server, driver):

@@ -70,6 +70,7 @@ enum DashboardRoutes {
 
         router.get("/dashboard/live") { request, _ in await app.page(request) { try await LivePage.show($0) } }
         router.get("/dashboard/live/events") { request, _ in await LivePage.events(app, request) }
+        router.get("/dashboard/traces") { request, _ in await app.page(request) { try await TracePage.show($0) } }
         router.get("/dashboard/audit") { request, _ in await app.page(request) { try await AuditPage.show($0) } }
     }
 }

@@ -95,7 +95,7 @@ enum RecordPages {
         var values = base(location, title: name)
         let more: [String: Any] = [
             "recordName": name, "recordType": record["recordType"]?.string ?? "",
-            "changeTag": record["recordChangeTag"]?.string ?? "",
+            "changeTag": record["recordChangeTag"]?.string ?? "", "traceQ": DashboardApp.query([("q", name)]),
             "created": record["created"]?["timestamp"]?.int64.map(Format.date) ?? "",
             "createdBy": record["created"]?["userRecordName"]?.string ?? "",
             "modified": record["modified"]?["timestamp"]?.int64.map(Format.date) ?? "",

@@ -42,6 +42,13 @@ enum Stylesheet {
         button.danger { background: var(--bad); border-color: var(--bad); }
         .error { color: var(--bad); background: #fff1f0; border: 1px solid #f3c3bf; padding: .5rem .75rem; border-radius: 4px; }
         .notice { color: var(--good); background: #effaf1; border: 1px solid #b7e2c1; padding: .5rem .75rem; border-radius: 4px; }
+        .warn { color: #7a4d00; background: #fff8e6; border: 1px solid #f0d77a; padding: .5rem .75rem; border-radius: 4px; }
+        .verdict { font-size: 1.05rem; }
+        tr.later td { background: #f4f6fb; }
+        tr.failed td { background: #fff1f0; }
+        tr.selected td { font-weight: 600; }
+        .later-mark { font-size: .85rem; color: var(--muted); }
+        td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
         .secret { background: #fffbe6; border: 1px solid #f0d77a; padding: .5rem .75rem; }
         .muted { color: var(--muted); }
         .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: .75rem; }

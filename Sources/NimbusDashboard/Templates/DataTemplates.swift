@@ -57,7 +57,7 @@ enum DataTemplates {
         <h1>{{recordName}}</h1>
         {{#message}}<p class="notice" role="status">{{message}}</p>{{/message}}
         {{#conflict}}<p class="error" role="alert" id="conflict">{{conflict}}</p>{{/conflict}}
-        <p>Type <strong id="record-type">{{recordType}}</strong> · change tag <code id="change-tag">{{changeTag}}</code></p>
+        <p>Type <strong id="record-type">{{recordType}}</strong> · change tag <code id="change-tag">{{changeTag}}</code> · <a href="/dashboard/traces?{{traceQ}}" id="trace-link">trace</a></p>
         <p class="muted">Created {{created}} by {{createdBy}} · modified {{modified}} by {{modifiedBy}}</p>
         <div class="table-wrap"><table id="fields">
         <thead><tr><th scope="col">Field</th><th scope="col">Type</th><th scope="col">Value</th></tr></thead>

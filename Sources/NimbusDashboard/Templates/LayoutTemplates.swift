@@ -30,6 +30,7 @@ enum LayoutTemplates {
           <nav aria-label="Main">
             <a href="/dashboard">Containers</a>
             <a href="/dashboard/live">Live</a>
+            <a href="/dashboard/traces">Traces</a>
             <a href="/dashboard/audit">Audit log</a>
           </nav>
           <form method="post" action="/dashboard/signout" class="signout">

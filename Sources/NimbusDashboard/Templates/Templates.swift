@@ -23,6 +23,7 @@ struct Templates: Sendable {
             .merging(SchemaTemplates.all) { $1 }
             .merging(LiveTemplates.all) { $1 }
             .merging(UserTemplates.all) { $1 }
+            .merging(TraceTemplates.all) { $1 }
         for (name, text) in sources {
             do {
                 try library.register(text, named: name)
