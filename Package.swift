@@ -40,6 +40,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         // The dashboard's server-rendered pages.
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // The server's `/metrics`: swift-metrics' API, rendered as Prometheus text.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
@@ -107,6 +110,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // STARTTLS and TLS to the SMTP server.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // `/metrics`: counters, gauges and histograms in a per-server Prometheus registry.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: swiftSettings

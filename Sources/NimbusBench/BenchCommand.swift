@@ -66,6 +66,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .long, help: .private)
     var codecProfile = false
 
+    @Flag(name: .long, help: "Run the embedded server without metrics (`nimbus serve --no-metrics`), to measure their cost.")
+    var noMetrics = false
     @Flag(name: .long, help: "Keep the embedded server's data directory (or PostgreSQL schema).")
     var keepData = false
     @Flag(name: .long, help: "Print the results as JSON.")
@@ -115,6 +117,7 @@ struct BenchCommand: AsyncParsableCommand {
             }
         } else {
             var configuration = ServerConfiguration(port: 0)
+            configuration.metrics.enabled = !noMetrics
             if let postgres {
                 configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_\(runID)")
             } else {

@@ -23,10 +23,29 @@ public actor PushHub {
     private var watchers: [UInt64: (recipient: NotificationRecipient, count: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
     private var nextWatcher: UInt64 = 0
 
-    public init() {}
+    /// Where frames queued to devices are counted (`nil`: nowhere).
+    private let metrics: ServerMetrics?
+
+    public init() {
+        self.metrics = nil
+    }
+
+    init(metrics: ServerMetrics?) {
+        self.metrics = metrics
+    }
 
     /// The number of connected devices.
     public var connectedDevices: Int { connectionCount }
+
+    /// The connected devices and the frames queued to them but not yet written (the `/metrics`
+    /// gauges, read at each scrape).
+    func gaugeReadings() -> (connections: Int, queuedFrames: Int) {
+        var queued = 0
+        for connections in devices.values {
+            for connection in connections.values { queued += connection.queuedFrames }
+        }
+        return (connectionCount, queued)
+    }
 
     /// The latest notifications this node delivered (or relayed from other nodes), newest first.
     public var recentNotifications: [StoredNotification] { Array(recent.suffix(recentLimit).reversed()) }
@@ -87,7 +106,11 @@ public actor PushHub {
     /// that made the change, and wakes the recipient's web couriers. Returns at once.
     public func deliver(_ notifications: [StoredNotification]) {
         var batch = PushWriteBatch()
-        defer { batch.flush() }
+        var pushed = 0
+        defer {
+            batch.flush()
+            metrics?.countNotificationsPushed(pushed)
+        }
         recent.append(contentsOf: notifications.suffix(recentLimit))
         if recent.count > 2 * recentLimit { recent.removeFirst(recent.count - recentLimit) }
         for notification in notifications {
@@ -98,6 +121,7 @@ public actor PushHub {
                         connection.skip(through: notification.sequence)
                     } else {
                         connection.enqueue(frame, into: &batch)
+                        pushed += 1
                     }
                 }
             }
