@@ -120,7 +120,7 @@ extension PostgresStore: RecordStore {
         return RecordChangesPage(
             records: records,
             syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: tokenVersion, in: database),
-            moreComing: moreComing, recordCount: written.count)
+            moreComing: moreComing)
     }
 
     /// The feed from the records' written forms (schema version 6): each row brings its

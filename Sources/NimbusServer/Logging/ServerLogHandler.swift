@@ -49,18 +49,10 @@ public struct ServerLogHandler: LogHandler {
         write(Self.render(format: format, time: now(), level: event.level, label: label, message: "\(event.message)", metadata: all))
     }
 
-    /// Writes `line` to standard error, unbuffered (one `write` call per line, so lines of
+    /// Writes `line` to standard error, unbuffered (one write per line, so lines of
     /// concurrent requests do not interleave).
     public static let standardError: @Sendable (String) -> Void = { line in
-        var line = line
-        line.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Foundation.write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
-        }
+        FileHandle.standardError.write(Data(line.utf8))
     }
 
     /// One log line, with its newline.

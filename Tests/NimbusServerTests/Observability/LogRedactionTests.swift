@@ -1,3 +1,4 @@
+import Logging
 import AsyncHTTPClient
 import NIOCore
 import NimbusProtocol

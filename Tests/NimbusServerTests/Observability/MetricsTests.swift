@@ -1,3 +1,6 @@
+import Foundation
+import NIOHTTP1
+import NimbusStore
 import NimbusProtocol
 import NimbusServer
 import Testing

@@ -1,5 +1,7 @@
+import Logging
 import AsyncHTTPClient
 import NIOCore
+import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import Testing
