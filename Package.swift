@@ -43,6 +43,9 @@ let package = Package(
         // One change traced end to end: spans (swift-distributed-tracing) and W3C `traceparent` headers.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
+        // The server's `/metrics`: swift-metrics' API, rendered as Prometheus text.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
@@ -114,6 +117,9 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
                 .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
+                // `/metrics`: counters, gauges and histograms in a per-server Prometheus registry.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: swiftSettings

@@ -69,6 +69,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Send a sampled W3C traceparent with every request, so the server traces each (what tracing costs).")
     var traced = false
 
+    @Flag(name: .long, help: "Run the embedded server without metrics (`nimbus serve --no-metrics`), to measure their cost.")
+    var noMetrics = false
     @Flag(name: .long, help: "Keep the embedded server's data directory (or PostgreSQL schema).")
     var keepData = false
     @Flag(name: .long, help: "Print the results as JSON.")
@@ -118,6 +120,7 @@ struct BenchCommand: AsyncParsableCommand {
             }
         } else {
             var configuration = ServerConfiguration(port: 0)
+            configuration.metrics.enabled = !noMetrics
             if let postgres {
                 configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_\(runID)")
             } else {

@@ -144,7 +144,7 @@ extension PostgresStore: RecordStore {
             Prepared<Statements.WrittenRecordFeed>(database.parameters + [zone, since, Int64(limit) + 1]))
         guard !rows.isEmpty else {
             let empty = try Self.emptyFeed(zone, position, tokens: tokens, in: database)
-            return WrittenRecordChangesPage(recordsJSON: Array("[]".utf8), syncToken: empty.syncToken, moreComing: false)
+            return WrittenRecordChangesPage(recordsJSON: Array("[]".utf8), syncToken: empty.syncToken, moreComing: false, recordCount: 0)
         }
         var first = ColumnReader(rows[0])
         first.skip(2)
@@ -168,7 +168,7 @@ extension PostgresStore: RecordStore {
             let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
             return WrittenRecordChangesPage(
                 recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8),
-                syncToken: page.syncToken, moreComing: page.moreComing)
+                syncToken: page.syncToken, moreComing: page.moreComing, recordCount: page.records.count)
         }
         let closing = Array(zoneClosing.utf8)
         var text: [UInt8] = []
@@ -185,7 +185,7 @@ extension PostgresStore: RecordStore {
         return WrittenRecordChangesPage(
             recordsJSON: text,
             syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: tokenVersion, in: database),
-            moreComing: moreComing)
+            moreComing: moreComing, recordCount: written.count)
     }
 
     /// A feed statement found no database row: the default zone of a database never written

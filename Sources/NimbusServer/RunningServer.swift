@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NimbusProtocol
 import NimbusStore
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
 
@@ -71,11 +72,15 @@ public final class RunningServer: Sendable {
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let journal = TraceJournal(store: store, settings: configuration.tracing, logger: logger)
         let tracer = NimbusTracer(journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) })
-        let hub = PushHub(tracer: tracer)
+        // Per server, never `MetricsSystem.bootstrap`: servers in one process count apart.
+        let registry = configuration.metrics.enabled ? PrometheusCollectorRegistry() : nil
+        let metrics = registry.map { ServerMetrics(registry: $0) }
+        let hub = PushHub(tracer: tracer, metrics: metrics)
         let assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
         let links = AssetLinks(tokens: try store.changeTokens)
         var api = CloudKitAPI(
-            store: store, accounts: store, notifications: store, delivery: delivery(hub),
+            store: store, accounts: store, notifications: store,
+            delivery: metrics.map { MeteredDelivery(inner: delivery(hub), metrics: $0) } ?? delivery(hub),
             schemas: SchemaRegistry(store: store), assets: store, clock: configuration.clock)
         api.assetSettings = configuration.assets
         api.tracer = tracer
@@ -98,26 +103,31 @@ public final class RunningServer: Sendable {
             store: store, verifier: IdentityTokenVerifier(fetcher: configuration.signIn.identityKeys, clock: configuration.clock),
             throttle: accounts.throttle, clock: configuration.clock)
         api.pushSessions = hub
+        api.metrics = metrics
         var authenticator = Authenticator(
             accounts: store, signatureWindow: configuration.signatureWindow, clock: configuration.clock)
         authenticator.sessionPolicy = SessionPolicy(configuration.signIn)
         authenticator.sessions = store
-        let statistics = RequestStatistics()
+        let statistics = RequestStatistics(metrics: metrics)
         var responder = APIResponder(
-            api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes, logger: logger,
+            api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes,
             publicBaseURL: configuration.push.publicBaseURL, assetLinks: links,
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
         responder.statistics = statistics
         responder.tracer = tracer
-        let router = Routes.build(responder: responder, statistics: statistics)
+        responder.metrics = metrics
+        var endpoint: MetricsEndpoint?
+        if let registry, let metrics {
+            endpoint = MetricsEndpoint(
+                registry: registry, metrics: metrics, hub: hub, bearerToken: configuration.metrics.bearerToken)
+        }
+        let router = Routes.build(responder: responder, statistics: statistics, metrics: endpoint)
         SignInPage.add(to: router, page: SignInPage(accounts: accounts, publicBaseURL: configuration.push.publicBaseURL))
         ShareLinkPage.add(to: router)
-        AssetRoutes.add(
-            to: router,
-            transfer: AssetTransfer(
-                metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, logger: logger,
-                quota: uploadQuota),
-            clock: configuration.clock)
+        var transfer = AssetTransfer(
+            metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, quota: uploadQuota)
+        transfer.metrics = metrics
+        AssetRoutes.add(to: router, transfer: transfer, clock: configuration.clock)
         let pushChannel = PushChannel(
             hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger,
             clock: configuration.clock)

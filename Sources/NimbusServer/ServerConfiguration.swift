@@ -42,6 +42,8 @@ public struct ServerConfiguration: Sendable {
     public var containerQuotaBytes: Int64?
     /// Routes served beside the API, added after it (`nimbus serve` adds the dashboard).
     package var routeExtensions: [any RouteExtension] = []
+    /// Prometheus metrics at `GET /metrics`: on by default, optionally behind a bearer token.
+    public var metrics = MetricsSettings()
     /// Where the server's logger also writes, for the dashboard's live page (`nil`: nowhere).
     public var logTail: LogTail?
     /// Tracing of changes that carry a W3C `traceparent` (see ``TraceSettings``).

@@ -132,6 +132,6 @@ extension RecordStore {
         let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
         return WrittenRecordChangesPage(
             recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8), syncToken: page.syncToken,
-            moreComing: page.moreComing)
+            moreComing: page.moreComing, recordCount: page.records.count)
     }
 }

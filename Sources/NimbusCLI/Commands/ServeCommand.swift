@@ -27,6 +27,19 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Log level (trace, debug, info, notice, warning, error).")
     var logLevel = "info"
 
+    @Option(name: .long, help: "Log lines as text (for people) or json (one object a line, for log collectors).")
+    var logFormat = "text"
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Count requests, commits, pushes… and serve them as Prometheus text at GET /metrics.")
+    var metrics = true
+
+    @Option(
+        name: .long,
+        help: "Require 'Authorization: Bearer TOKEN' to read /metrics (or set NIMBUS_METRICS_TOKEN, kept out of `ps`).")
+    var metricsToken: String?
+
     @Option(name: .long, help: "The largest request body any operation accepts, in bytes (each operation has its own lower limit).")
     var maxBodyBytes = ServerConfiguration().maxBodyBytes
 
@@ -94,6 +107,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard traceRetentionDays > 0, traceRetentionDays <= 3650 else {
             throw ValidationError("--trace-retention-days must be more than 0 and at most 3650, got \(traceRetentionDays)")
         }
+        _ = try logSettings()
+        if !metrics, metricsToken != nil { throw ValidationError("--metrics-token needs metrics on (drop --no-metrics)") }
+        if let metricsToken, metricsToken.isEmpty { throw ValidationError("--metrics-token must not be empty") }
         _ = try connectionSettings()
         _ = try assetSettings()
         try UsageReport.validate(userQuotaBytes, flag: "--user-quota-bytes")
@@ -134,13 +150,26 @@ struct ServeCommand: AsyncParsableCommand {
         return settings
     }
 
+    /// The log flags, checked.
+    func logSettings() throws -> (level: Logger.Level, format: LogFormat) {
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError(
+                "--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got '\(logLevel)'")
+        }
+        guard let format = LogFormat(rawValue: logFormat) else {
+            throw ValidationError("--log-format must be text or json, got '\(logFormat)'")
+        }
+        return (level, format)
+    }
+
     func run() async throws {
         MallocTuning.apply()
         let tail = LogTail()
+        let (level, format) = try logSettings()
         var logger = Logger(label: "nimbus") { label in
-            MultiplexLogHandler([StreamLogHandler.standardError(label: label), tail.handler(label: label)])
+            MultiplexLogHandler([ServerLogHandler(label: label, format: format), tail.handler(label: label)])
         }
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        logger.logLevel = level
         var configuration = ServerConfiguration(
             host: host, port: port, tombstoneRetention: .milliseconds(Int64(tombstoneRetentionDays * 86_400_000)))
         configuration.storage = data.location
@@ -158,9 +187,16 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.tracing.retention = .milliseconds(Int64(traceRetentionDays * 86_400_000))
         configuration.routeExtensions = [Dashboard()]
         configuration.logTail = tail
+        configuration.metrics = MetricsSettings(
+            enabled: metrics,
+            bearerToken: metricsToken ?? ProcessInfo.processInfo.environment["NIMBUS_METRICS_TOKEN"].flatMap { $0.isEmpty ? nil : $0 })
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         print("Dashboard: \(server.baseURL)/ (sign in as an operator; make one with `nimbus operator create NAME`)")
+        if configuration.metrics.enabled {
+            let guarded = configuration.metrics.bearerToken == nil ? "" : " (bearer token required)"
+            print("Metrics: \(server.baseURL)/metrics\(guarded)")
+        }
         fflush(nil)
         try await server.waitUntilStopped()
         print("Nimbus stopped.")

@@ -19,7 +19,8 @@ struct AssetTransfer: Sendable {
     let bytes: any AssetStore
     let links: AssetLinks
     let settings: AssetSettings
-    let logger: Logger
+    /// Where bytes uploaded and downloaded and unexpected errors are counted (`nil`: metrics off).
+    var metrics: ServerMetrics? = nil
     /// Refuses a file the database has no room for before reading it (`nil`: no quotas).
     var quota: UploadQuota? = nil
     /// Uploads this node is writing now: a second request for one of them is refused.
@@ -28,7 +29,8 @@ struct AssetTransfer: Sendable {
     // MARK: - Upload
 
     /// `POST` (CloudKit: the whole file) or `PUT` with `Content-Range` (Nimbus: a chunk).
-    func upload(_ request: Request, token: String, now: Int64) async -> Response {
+    /// `logger` is the request's (its lines carry the request's `request_id`).
+    func upload(_ request: Request, token: String, now: Int64, logger: Logger) async -> Response {
         do {
             let upload = try await pendingUpload(token, now: now)
             guard writing.withLockedValue({ $0.insert(upload.id).inserted }) else {
@@ -36,12 +38,13 @@ struct AssetTransfer: Sendable {
             }
             defer { _ = writing.withLockedValue { $0.remove(upload.id) } }
             if request.method == .put {
-                return try await receiveChunk(request, upload: upload, now: now)
+                return try await receiveChunk(request, upload: upload, now: now, logger: logger)
             }
-            return try await receiveWhole(request, upload: upload, now: now)
+            return try await receiveWhole(request, upload: upload, now: now, logger: logger)
         } catch let error as CloudKitError {
             return APIResponder.errorResponse(error)
         } catch {
+            metrics?.countStoreError(at: .assets)
             logger.error("asset upload failed: \(error)")
             return APIResponder.errorResponse(CloudKitError(.internalError, "the server failed to store the upload; try again"))
         }
@@ -49,7 +52,7 @@ struct AssetTransfer: Sendable {
 
     /// `GET` of an upload URL (Nimbus): how many bytes the server holds, or the `singleFile`
     /// of a finished upload whose answer the client missed.
-    func uploadStatus(token: String, now: Int64) async -> Response {
+    func uploadStatus(token: String, now: Int64, logger: Logger) async -> Response {
         do {
             let id = try links.upload(token, now: now)
             guard let upload = try await metadata.assetUpload(id: id) else { throw AssetLinks.unknown }
@@ -70,6 +73,7 @@ struct AssetTransfer: Sendable {
         } catch let error as CloudKitError {
             return APIResponder.errorResponse(error)
         } catch {
+            metrics?.countStoreError(at: .assets)
             logger.error("asset upload status failed: \(error)")
             return APIResponder.errorResponse(CloudKitError(.internalError, "the server failed to read the upload; try again"))
         }
@@ -92,7 +96,7 @@ struct AssetTransfer: Sendable {
         return CloudKitError(.limitExceeded, "\(what) larger than \(settings.maxAssetBytes) bytes, this server's limit per asset")
     }
 
-    private func receiveWhole(_ request: Request, upload: AssetUpload, now: Int64) async throws -> Response {
+    private func receiveWhole(_ request: Request, upload: AssetUpload, now: Int64, logger: Logger) async throws -> Response {
         let announced = request.headers[.contentLength].flatMap { Int64($0) }
         if let announced, announced > settings.maxAssetBytes { throw tooLarge(announced) }
         if let announced, let quota { try await quota.check(upload.database, adding: announced) }
@@ -110,13 +114,14 @@ struct AssetTransfer: Sendable {
             logger.debug("upload body ended early: \(error)")
             throw truncated(upload.id, received: try? await bytes.uploadedLength(upload.id), announced: announced)
         }
+        metrics?.countAssetBytesUploaded(received)
         if let announced, received < announced {
             throw truncated(upload.id, received: received, announced: announced)
         }
         return try await finish(upload, size: received, sha256: meter.digest, now: now)
     }
 
-    private func receiveChunk(_ request: Request, upload: AssetUpload, now: Int64) async throws -> Response {
+    private func receiveChunk(_ request: Request, upload: AssetUpload, now: Int64, logger: Logger) async throws -> Response {
         guard let header = request.headers[.contentRange], let range = ContentRange(header: header) else {
             throw CloudKitError(
                 .badRequest, "a PUT to an upload URL needs 'Content-Range: bytes start-end/total' (Nimbus's resumable uploads)")
@@ -139,6 +144,7 @@ struct AssetTransfer: Sendable {
             logger.debug("upload chunk ended early: \(error)")
             throw truncated(upload.id, received: try? await bytes.uploadedLength(upload.id), announced: range.end + 1)
         }
+        metrics?.countAssetBytesUploaded(received - range.start)
         guard received == range.end + 1 else {
             throw truncated(upload.id, received: received, announced: range.end + 1)
         }
@@ -189,7 +195,7 @@ struct AssetTransfer: Sendable {
     // MARK: - Download
 
     /// `GET` of a download URL: the whole file (`200`), or one `Range` (`206`, `416`).
-    func download(_ request: Request, token: String, now: Int64) async -> Response {
+    func download(_ request: Request, token: String, now: Int64, logger: Logger) async -> Response {
         do {
             let (database, sha) = try links.download(token, now: now)
             guard try await metadata.assetSize(sha256: sha, in: database) != nil else {
@@ -221,10 +227,13 @@ struct AssetTransfer: Sendable {
                 return response
             }
             let store = bytes
-            let logger = logger
+            let metrics = metrics
             let body = ResponseBody(contentLength: Int(range.upperBound - range.lowerBound)) { writer in
                 do {
-                    try await store.read(key, range: range) { chunk in try await writer.write(chunk) }
+                    try await store.read(key, range: range) { chunk in
+                        metrics?.countAssetBytesDownloaded(Int64(chunk.readableBytes))
+                        try await writer.write(chunk)
+                    }
                 } catch {
                     logger.error("asset download failed mid-way: \(error)")
                     throw error
@@ -235,6 +244,7 @@ struct AssetTransfer: Sendable {
         } catch let error as CloudKitError {
             return APIResponder.errorResponse(error)
         } catch {
+            metrics?.countStoreError(at: .assets)
             logger.error("asset download failed: \(error)")
             return APIResponder.errorResponse(CloudKitError(.internalError, "the server failed to read the asset; try again"))
         }

@@ -1,3 +1,4 @@
+import Logging
 import NimbusProtocol
 import NimbusStore
 
@@ -19,6 +20,11 @@ struct APICall: Sendable {
     var now: Int64 = 0
     /// The client's IP address, as the socket says (sign-in throttling).
     var peerAddress: String? = nil
+    /// The request's logger: its lines carry the request's `request_id` (calls that come
+    /// from no HTTP request, as the dashboard's, log nowhere).
+    var logger: Logger = APICall.unlogged
+
+    static let unlogged = Logger(label: "nimbus", factory: { _ in SwiftLogNoOpLogHandler() })
 
     var database: DatabaseKey { identity.database }
 

@@ -18,17 +18,18 @@ struct APIResponder: Sendable {
     let authenticator: Authenticator
     /// The ceiling of every operation's body limit (``ServerConfiguration/maxBodyBytes``).
     let maxBodyBytes: Int
-    let logger: Logger
     /// The configured public base URL, if any (see ``PushSettings/publicBaseURL``).
     var publicBaseURL: String? = nil
     /// Signs asset URLs (`nil`: no assets).
     var assetLinks: AssetLinks? = nil
     /// How long a `downloadURL` stays valid, in milliseconds.
     var assetDownloadLifetime: Int64 = 0
-    /// Where failed requests are counted by error code (`nil`: nowhere).
+    /// Where failed requests are counted by error code (`nil`: nowhere); it feeds `/metrics` too.
     var statistics: RequestStatistics? = nil
     /// Traces requests that carry a sampled `traceparent` (`nil`: none).
     var tracer: NimbusTracer? = nil
+    /// Where unexpected (non-CloudKit) errors are counted (`nil`: metrics off).
+    var metrics: ServerMetrics? = nil
 
     static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
@@ -64,7 +65,10 @@ struct APIResponder: Sendable {
         } catch {
             statistics?.recordError(code: ServerErrorCode.internalError.rawValue)
             ServiceContext.currentSpan?.fail(code: ServerErrorCode.internalError.rawValue, message: "the server failed")
-            logger.error("request failed: \(error)", metadata: ["path": "\(request.uri.path)"])
+            metrics?.countStoreError(at: .api)
+            // The request's logger: the line carries its `request_id`. The path, never the
+            // query (which holds the tokens).
+            context.logger.error("request failed: \(error)", metadata: ["path": "\(request.uri.path)"])
             return Self.errorResponse(CloudKitError(.internalError, "the server failed to handle the request; try again"))
         }
     }
@@ -142,7 +146,8 @@ struct APIResponder: Sendable {
             operation: operation, identity: identity, body: body,
             numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false,
             origin: RequestOrigin.of(request, configured: publicBaseURL), assetLinks: assetLinks,
-            assetDownloadLifetime: assetDownloadLifetime, now: api.now(), peerAddress: PeerAddress.current)
+            assetDownloadLifetime: assetDownloadLifetime, now: api.now(), peerAddress: PeerAddress.current,
+            logger: context.logger)
         do {
             return Self.jsonResponse(try await api.handle(call))
         } catch var error as CloudKitError where error.code == .authenticationRequired {
@@ -209,5 +214,7 @@ struct APIResponder: Sendable {
         jsonResponse(error.wireJSON(uuid: newUUID()), status: HTTPResponse.Status(code: error.code.httpStatus))
     }
 
-    static func newUUID() -> String { UUID().uuidString.lowercased() }
+    /// The `uuid` of an error body: the request's ID (``RequestID/current``), so that a
+    /// client's error report leads to the server's log lines; a new UUID outside a request.
+    static func newUUID() -> String { RequestID.current ?? UUID().uuidString.lowercased() }
 }

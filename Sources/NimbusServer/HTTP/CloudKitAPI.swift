@@ -30,6 +30,8 @@ struct CloudKitAPI: Sendable {
     var containerQuotaBytes: Int64?
     /// Refuses upload URLs for a database at its quota (`nil`: no quotas).
     var uploadQuota: UploadQuota? = nil
+    /// Where commits, records read and change-feed pages are counted (`nil`: metrics off).
+    var metrics: ServerMetrics? = nil
     /// Makes share short GUIDs and participant IDs (secure random; injected by tests).
     var shareIDs: @Sendable () -> String = ShareIDs.random
     /// Adds `commit` hops to traced writes (`nil`: no tracing).

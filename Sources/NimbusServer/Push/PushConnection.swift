@@ -84,6 +84,18 @@ final class PushConnection: Sendable {
         self.bufferLimit = bufferLimit
     }
 
+    /// Frames queued for the socket and not yet written (waiting for the upgrade, or handed
+    /// to the event loop).
+    var queuedFrames: Int {
+        state.withLockedValue { state in
+            switch state.phase {
+            case .opening(let frames): frames.count
+            case .open: state.inFlight
+            case .closed: 0
+            }
+        }
+    }
+
     /// Queues a frame for the socket; never waits. Closes the connection when it is full.
     func enqueue(_ frame: PushFrame) {
         // Scheduled while holding the lock, so frames reach the loop in enqueue order.

@@ -25,13 +25,31 @@ public actor PushHub {
 
     /// Records a `push` hop for each traced notification (`nil`: none).
     let tracer: NimbusTracer?
+    /// Where frames queued to devices are counted (`nil`: nowhere).
+    private let metrics: ServerMetrics?
 
-    public init() { self.tracer = nil }
+    public init() {
+        self.tracer = nil
+        self.metrics = nil
+    }
 
-    init(tracer: NimbusTracer?) { self.tracer = tracer }
+    init(tracer: NimbusTracer?, metrics: ServerMetrics?) {
+        self.tracer = tracer
+        self.metrics = metrics
+    }
 
     /// The number of connected devices.
     public var connectedDevices: Int { connectionCount }
+
+    /// The connected devices and the frames queued to them but not yet written (the `/metrics`
+    /// gauges, read at each scrape).
+    func gaugeReadings() -> (connections: Int, queuedFrames: Int) {
+        var queued = 0
+        for connections in devices.values {
+            for connection in connections.values { queued += connection.queuedFrames }
+        }
+        return (connectionCount, queued)
+    }
 
     /// The latest notifications this node delivered (or relayed from other nodes), newest first.
     public var recentNotifications: [StoredNotification] { Array(recent.suffix(recentLimit).reversed()) }
@@ -92,7 +110,11 @@ public actor PushHub {
     /// that made the change, and wakes the recipient's web couriers. Returns at once.
     public func deliver(_ notifications: [StoredNotification]) {
         var batch = PushWriteBatch()
-        defer { batch.flush() }
+        var pushed = 0
+        defer {
+            batch.flush()
+            metrics?.countNotificationsPushed(pushed)
+        }
         recent.append(contentsOf: notifications.suffix(recentLimit))
         if recent.count > 2 * recentLimit { recent.removeFirst(recent.count - recentLimit) }
         for notification in notifications {
@@ -105,6 +127,7 @@ public actor PushHub {
                     } else {
                         connection.enqueue(frame, into: &batch)
                         if tracer != nil { sent.append(connection.deviceID) }
+                        pushed += 1
                     }
                 }
             }

@@ -47,6 +47,7 @@ extension CloudKitAPI {
             }
             records = .array(elements)
         }
+        metrics?.countRecordsRead(page.hits.count, via: .query)
         var response: [String: JSON] = ["records": records]
         if let next = page.continuationMarker { response["continuationMarker"] = .string(next) }
         return .object(response)

@@ -94,6 +94,7 @@ extension CloudKitAPI {
         trace?.committed(outcome)
         if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
         await endParticipations(pending, results: outcome.results, call.identity)
+        if let metrics, outcome.commit != nil { Self.countCommit(outcome.results, in: metrics) }
 
         var items: [JSON] = []
         for (index, result) in outcome.results.enumerated() where !pending[index].implied {
@@ -111,6 +112,20 @@ extension CloudKitAPI {
             }
         }
         return .object(["records": .array(items)])
+    }
+
+    /// Counts a committed `records/modify`: its saved and deleted records.
+    private static func countCommit(_ results: [RecordResult], in metrics: ServerMetrics) {
+        var saved = 0
+        var deleted = 0
+        for result in results {
+            switch result {
+            case .saved: saved += 1
+            case .deleted: deleted += 1
+            case .failed: break
+            }
+        }
+        metrics.countCommit(saved: saved, deleted: deleted)
     }
 
     /// Whether written records contain the bytes `"ASSET` (an ASSET or ASSET_LIST type name).
@@ -160,6 +175,7 @@ extension CloudKitAPI {
         }
         let access = try await publicAccess(call)
         var records: [JSON] = []
+        var read = 0
         for (index, stored) in found.enumerated() {
             if let stored, let access, !mayRead(stored, access, call) {
                 records.append(
@@ -167,11 +183,13 @@ extension CloudKitAPI {
                         access.denial(.read, stored.recordType, recordName: names[index], accessor: call.identity.accessor)))
             } else if let stored {
                 records.append(try call.recordJSON(stored, zoneName: zoneID.zoneName, desiredKeys: keys[index]))
+                read += 1
             } else {
                 records.append(
                     call.errorJSON(CloudKitError(.notFound, "record '\(names[index])' does not exist", recordName: names[index])))
             }
         }
+        metrics?.countRecordsRead(read, via: .lookup)
         return .object(["records": .array(records)])
     }
 
@@ -228,13 +246,16 @@ extension CloudKitAPI {
         if let written {
             records = .rawUTF8(written.recordsJSON)
             page = (written.syncToken, written.moreComing)
+            metrics?.countRecordsRead(written.recordCount, via: .changes)
         } else {
             let stored = try await store.recordChanges(zone: zoneID.zoneName, since: token, limit: limit, in: call.database)
             let readable = access == nil ? stored.records : stored.records.filter { mayRead($0, access, call) }
             records = try call.recordsJSON(readable, zoneName: zoneID.zoneName, desiredKeys: keys)
             page = (stored.syncToken, stored.moreComing)
+            metrics?.countRecordsRead(readable.count, via: .changes)
         }
         if let span = ServiceContext.currentSpan { FetchTrace.delivered(records, zone: zoneID.zoneName, span: span) }
+        metrics?.countChangePage()
         return .object([
             "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
             "records": records,

@@ -50,9 +50,13 @@ public final class LogTail: Sendable {
 
         func log(event: LogEvent) {
             let all = metadata.merging(event.metadata ?? [:]) { $1 }
-            let details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            let time = ISO8601DateFormatter().string(from: Date())
-            tail.append("\(time) \(event.level) \(label): \(event.message)\(details)")
+            // Secrets redacted, as on standard error (``LogRedaction``).
+            tail.append(
+                String(
+                    ServerLogHandler.render(
+                        format: .text, time: Date(), level: event.level, label: label, message: "\(event.message)",
+                        metadata: all
+                    ).dropLast()))
         }
     }
 }

@@ -25,9 +25,18 @@ public final class RequestStatistics: Sendable {
 
     private let state = NIOLockedValueBox(State())
     private let start = ContinuousClock.now
+    /// Where each request and error is also counted, for `/metrics` (`nil`: metrics off).
+    let metrics: ServerMetrics?
 
     /// Empty statistics, starting now.
-    public init() {}
+    public init() {
+        self.metrics = nil
+    }
+
+    /// Empty statistics that also feed `metrics`.
+    init(metrics: ServerMetrics?) {
+        self.metrics = metrics
+    }
 
     /// How long the statistics (the server) have been running.
     public var uptime: Duration { ContinuousClock.now - start }
@@ -40,6 +49,7 @@ public final class RequestStatistics: Sendable {
     /// Counts one request that ended now.
     public func record(operation: String, status: Int, duration: Duration) {
         record(operation: operation, status: status, duration: duration, at: ContinuousClock.now)
+        metrics?.countRequest(operation: operation, status: status, duration: duration)
     }
 
     func record(operation: String, status: Int, duration: Duration, at instant: ContinuousClock.Instant) {
@@ -59,6 +69,7 @@ public final class RequestStatistics: Sendable {
     /// Counts an API request that failed with a CloudKit error code (`AUTHENTICATION_FAILED`, …).
     public func recordError(code: String) {
         recordError(code: code, at: ContinuousClock.now)
+        metrics?.countError(code: code)
     }
 
     func recordError(code: String, at instant: ContinuousClock.Instant) {

@@ -22,7 +22,7 @@ struct RequestStatisticsMiddleware: RouterMiddleware {
         }
     }
 
-    /// `records/modify` for the API, `assets/download`, `dashboard`, `health`…, `other`:
+    /// `records/modify` for the API, `assets/download`, `dashboard`, `health`, `metrics`…, `other`:
     /// a small, fixed set of names whatever paths clients send.
     static func operation(ofPath path: String) -> String {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true)
@@ -38,6 +38,7 @@ struct RequestStatisticsMiddleware: RouterMiddleware {
         case "dashboard": return "dashboard"
         case "push", "webcourier": return "push"
         case "health": return "health"
+        case "metrics": return "metrics"
         default: return "other"
         }
     }

@@ -125,10 +125,13 @@ public struct WrittenRecordChangesPage: Sendable, Equatable {
     public var recordsJSON: [UInt8]
     public var syncToken: String
     public var moreComing: Bool
+    /// How many records ``recordsJSON`` holds (the server's `/metrics` counts records read).
+    public var recordCount: Int
 
-    public init(recordsJSON: [UInt8], syncToken: String, moreComing: Bool) {
+    public init(recordsJSON: [UInt8], syncToken: String, moreComing: Bool, recordCount: Int) {
         self.recordsJSON = recordsJSON
         self.syncToken = syncToken
         self.moreComing = moreComing
+        self.recordCount = recordCount
     }
 }

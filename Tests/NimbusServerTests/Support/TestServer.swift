@@ -33,12 +33,12 @@ final class TestServer: Sendable {
 
     static func start(
         _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
-        delivery: @Sendable (PushHub) -> any PushDelivery = { $0 }
+        logger: Logger = quietLogger, delivery: @Sendable (PushHub) -> any PushDelivery = { $0 }
     ) async throws -> TestServer {
         var configuration = ServerConfiguration(port: 0)
         configuration.storage = engine.freshStorage()
         configure(&configuration)
-        let server = try await RunningServer.start(configuration, logger: quietLogger, delivery: delivery)
+        let server = try await RunningServer.start(configuration, logger: logger, delivery: delivery)
         do {
             let token = try await server.store.createContainer(container)
             return TestServer(server: server, storage: configuration.storage, apiToken: token.token)
@@ -52,10 +52,10 @@ final class TestServer: Sendable {
     /// Runs `body` against a fresh server, then stops it and removes its files.
     static func with<T>(
         _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
-        delivery: @Sendable (PushHub) -> any PushDelivery = { $0 },
+        logger: Logger = quietLogger, delivery: @Sendable (PushHub) -> any PushDelivery = { $0 },
         _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let server = try await start(engine, configure: configure, delivery: delivery)
+        let server = try await start(engine, configure: configure, logger: logger, delivery: delivery)
         do {
             let result = try await body(server)
             try await server.stop()
