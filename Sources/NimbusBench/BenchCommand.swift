@@ -68,6 +68,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Run the embedded server without metrics (`nimbus serve --no-metrics`), to measure their cost.")
     var noMetrics = false
+    @Flag(name: .long, help: "Send a sampled W3C traceparent with every request, so the server traces each (what tracing costs).")
+    var traced = false
+
     @Flag(name: .long, help: "Keep the embedded server's data directory (or PostgreSQL schema).")
     var keepData = false
     @Flag(name: .long, help: "Print the results as JSON.")
@@ -139,7 +142,8 @@ struct BenchCommand: AsyncParsableCommand {
         var httpConfiguration = HTTPClient.Configuration()
         httpConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(8, writers))
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-        let client = BenchClient(http: http, baseURL: baseURL, credentials: credentials)
+        var client = BenchClient(http: http, baseURL: baseURL, credentials: credentials)
+        client.traced = traced
 
         var results: [BenchResult] = []
         do {
@@ -416,6 +420,9 @@ struct BenchClient: Sendable {
     let http: HTTPClient
     let baseURL: String
     let credentials: BenchCredentials
+    /// Each request carries a new sampled W3C `traceparent`, so the server traces every one
+    /// (`nimbus-bench --traced`: what tracing costs).
+    var traced = false
 
     func url(_ operation: String) -> String {
         "\(baseURL)/database/1/\(credentials.container)/development/private/\(operation)"
@@ -427,11 +434,19 @@ struct BenchClient: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "X-Nimbus-Device-ID", value: "nimbus-bench")
+        if traced { request.headers.add(name: "traceparent", value: Self.randomTraceParent()) }
         request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await http.execute(request, timeout: .seconds(120))
         let buffer = try await response.body.collect(upTo: 256 << 20)
         let json = try JSON.parse(buffer.readableBytesView)
         return (Int(response.status.code), json)
+    }
+
+    static func randomTraceParent() -> String {
+        func hex(_ bytes: Int) -> String {
+            (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        }
+        return "00-\(hex(16))-\(hex(8))-01"
     }
 
     func createZone(_ name: String) async throws {

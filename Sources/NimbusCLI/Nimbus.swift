@@ -10,7 +10,7 @@ struct NimbusCommand: AsyncParsableCommand {
         abstract: "A self-hostable, CloudKit-compatible sync server.",
         subcommands: [
             ServeCommand.self, ContainerCommand.self, UserCommand.self, TokenCommand.self, SessionCommand.self,
-            KeyCommand.self, OperatorCommand.self,
+            KeyCommand.self, OperatorCommand.self, TraceCommand.self,
             CompactCommand.self, SchemaCommand.self, DemoCommand.self,
         ])
 }

@@ -81,6 +81,7 @@ extension PostgresStore {
         sessionsMigration,
         identityLoginsMigration,
         operatorsMigration,
+        traceSpansMigration,
     ]
 
     /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created

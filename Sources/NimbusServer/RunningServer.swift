@@ -34,6 +34,8 @@ public final class RunningServer: Sendable {
     private let serviceGroup: ServiceGroup
     private let runTask: Task<Void, any Error>
     private let collector: AssetCollector
+    /// The spans of traced changes this node recorded, on their way to the store.
+    public let traces: TraceJournal
 
     /// `http://host:port`.
     public var baseURL: String { "http://\(host):\(port)" }
@@ -41,8 +43,9 @@ public final class RunningServer: Sendable {
     private init(
         port: Int, store: any NimbusStorage, configuration: ServerConfiguration, routes: [RegisteredRoute],
         push: PushHub, statistics: RequestStatistics, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>,
-        collector: AssetCollector
+        collector: AssetCollector, traces: TraceJournal
     ) {
+        self.traces = traces
         self.statistics = statistics
         self.collector = collector
         self.port = port
@@ -70,7 +73,9 @@ public final class RunningServer: Sendable {
         // Per server, never `MetricsSystem.bootstrap`: servers in one process count apart.
         let registry = configuration.metrics.enabled ? PrometheusCollectorRegistry() : nil
         let metrics = registry.map { ServerMetrics(registry: $0) }
-        let hub = PushHub(metrics: metrics)
+        let journal = TraceJournal(store: store, settings: configuration.tracing, logger: logger)
+        let tracer = NimbusTracer(journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) })
+        let hub = PushHub(tracer: tracer, metrics: metrics)
         let assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
         let links = AssetLinks(tokens: try store.changeTokens)
         var api = CloudKitAPI(
@@ -78,6 +83,7 @@ public final class RunningServer: Sendable {
             delivery: metrics.map { MeteredDelivery(inner: delivery(hub), metrics: $0) } ?? delivery(hub),
             schemas: SchemaRegistry(store: store), assets: store, clock: configuration.clock)
         api.assetSettings = configuration.assets
+        api.tracer = tracer
         api.userQuotaBytes = configuration.userQuotaBytes
         api.containerQuotaBytes = configuration.containerQuotaBytes
         let uploadQuota =
@@ -109,6 +115,7 @@ public final class RunningServer: Sendable {
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
         responder.statistics = statistics
         responder.metrics = metrics
+        responder.tracer = tracer
         var endpoint: MetricsEndpoint?
         if let registry, let metrics {
             endpoint = MetricsEndpoint(
@@ -167,7 +174,8 @@ public final class RunningServer: Sendable {
         let group = ServiceGroup(
             configuration: .init(
                 // Shut down in reverse: the sweeper first ends the couriers' long polls.
-                services: [relay, app, compactor, collector, sessionWatcher, sweeper],
+                // The trace journal first, so it stops last: its final flush sees every span.
+                services: [journal, relay, app, compactor, collector, sessionWatcher, sweeper],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))
         let runTask = Task {
@@ -187,7 +195,7 @@ public final class RunningServer: Sendable {
         }
         return RunningServer(
             port: port, store: store, configuration: configuration, routes: routes, push: hub, statistics: statistics, serviceGroup: group,
-            runTask: runTask, collector: collector)
+            runTask: runTask, collector: collector, traces: journal)
     }
 
     /// Stops accepting connections, lets in-flight requests finish, closes the database.

@@ -46,6 +46,8 @@ public struct ServerConfiguration: Sendable {
     public var metrics = MetricsSettings()
     /// Where the server's logger also writes, for the dashboard's live page (`nil`: nowhere).
     public var logTail: LogTail?
+    /// Tracing of changes that carry a W3C `traceparent` (see ``TraceSettings``).
+    public var tracing = TraceSettings()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = ServerConfiguration.defaultDataDirectory,

@@ -16,24 +16,10 @@ struct PushTriggeredSyncTests {
             let (b, _) = try harness.engine("B", configuration: configuration)
             try await a.start()
             try await b.start()
-            let push = PushClient(container: harness.container(device: "B"))
-            // One consumer of B's push channel: reports when it is connected, forwards pushes.
-            let (notifications, forward) = AsyncStream<PushNotification>.makeStream()
-            let (connected, signalConnected) = AsyncStream<Void>.makeStream()
-            let pump = Task {
-                for await event in push.events() {
-                    switch event {
-                    case .connected: signalConnected.yield()
-                    case .notification(let notification): forward.yield(notification)
-                    default: break
-                    }
-                }
-                forward.finish()
-            }
-            defer { pump.cancel() }
-            // Wait until B's push channel is connected before A saves.
-            for await _ in connected { break }
-            await b.listen(to: notifications)
+            // B's push channel is connected before A saves.
+            let feed = try await PushFeed.connect(harness.container(device: "B"))
+            defer { feed.stop() }
+            await b.listen(to: feed.notifications)
             let events = b.events()
 
             let started = ContinuousClock.now

@@ -1,4 +1,5 @@
 import Foundation
+import Instrumentation
 import NimbusProtocol
 
 extension Database {
@@ -57,6 +58,14 @@ extension Database {
         }
         var headers = ["X-Nimbus-Device-ID": container.deviceID, "Accept": "application/json"]
         if bodyData != nil { headers["Content-Type"] = "application/json; charset=utf-8" }
+        // Each request of a traced task is a new span of its trace.
+        if let trace = RequestTrace.current {
+            headers["traceparent"] = trace.child().traceParent
+        } else if let context = ServiceContext.current {
+            // An app that traces with swift-distributed-tracing (and a W3C instrument, such as
+            // swift-otel's) has its own trace continue through Nimbus.
+            InstrumentationSystem.instrument.inject(context, into: &headers, using: HeaderInjector())
+        }
         let signature = try container.credentials.signatureHeaders(
             body: bodyData ?? Data(), subpath: components.percentEncodedPath, date: Date())
         headers.merge(signature) { _, new in new }
@@ -74,5 +83,12 @@ extension Database {
         path.split(separator: "/", omittingEmptySubsequences: false)
             .map { $0.addingPercentEncoding(withAllowedCharacters: unreserved) ?? String($0) }
             .joined(separator: "/")
+    }
+}
+
+/// Writes an instrument's propagation headers into a request's headers.
+struct HeaderInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
+        carrier[key] = value
     }
 }

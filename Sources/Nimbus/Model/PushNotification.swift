@@ -65,6 +65,10 @@ public struct PushNotification: Sendable, Hashable {
     /// Nimbus extension: on connecting, a device that missed pushes gets the latest one with
     /// the number of pushes it stands for; read the notification collection for the others.
     public var coalescedCount: Int?
+    /// Nimbus extension: the trace of the traced write that caused the notification
+    /// (`"nimbus": {"traceparent": …}`). A fetch made because of it continues that trace, so
+    /// `nimbus trace` shows this device's fetch as a hop of the change.
+    public var trace: RequestTrace?
 
     /// Parses a payload's JSON text.
     public init(payload: Data) throws {
@@ -99,6 +103,7 @@ public struct PushNotification: Sendable, Hashable {
         recordFields = [:]
         isRead = false
         coalescedCount = payload["nimbus"]?["coalesced"]?.int64.map { Int($0) }
+        trace = payload["nimbus"]?["traceparent"]?.string.flatMap(RequestTrace.init(traceParent:))
 
         let body: [String: JSON]
         if let query = ck["qry"]?.object {

@@ -93,11 +93,23 @@ struct ServeCommand: AsyncParsableCommand {
         name: .long,
         help: "The most bytes a container's public database may hold in each environment (records + assets); default: no quota.")
     var containerQuotaBytes: Int64?
+    @Flag(
+        name: .long, inversion: .prefixedNo,
+        help: "Record the spans of requests that carry a W3C traceparent (what `nimbus trace` shows).")
+    var tracing = true
+    @Option(name: .long, help: "The share (0 to 1) of requests without a traceparent that are traced too.")
+    var traceSample: Double = 0
+    @Option(name: .long, help: "Days to keep trace spans.")
+    var traceRetentionDays: Double = 7
 
     func validate() throws {
         _ = try logSettings()
         if !metrics, metricsToken != nil { throw ValidationError("--metrics-token needs metrics on (drop --no-metrics)") }
         if let metricsToken, metricsToken.isEmpty { throw ValidationError("--metrics-token must not be empty") }
+        guard (0...1).contains(traceSample) else { throw ValidationError("--trace-sample must be within 0 and 1, got \(traceSample)") }
+        guard traceRetentionDays > 0, traceRetentionDays <= 3650 else {
+            throw ValidationError("--trace-retention-days must be more than 0 and at most 3650, got \(traceRetentionDays)")
+        }
         _ = try connectionSettings()
         _ = try assetSettings()
         try UsageReport.validate(userQuotaBytes, flag: "--user-quota-bytes")
@@ -170,6 +182,9 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.signIn.mailSender = try SMTPMailSender(settings: smtp, logger: logger)
         }
         configuration.containerQuotaBytes = containerQuotaBytes
+        configuration.tracing.enabled = tracing
+        configuration.tracing.sampleUntraced = traceSample
+        configuration.tracing.retention = .milliseconds(Int64(traceRetentionDays * 86_400_000))
         configuration.routeExtensions = [Dashboard()]
         configuration.logTail = tail
         configuration.metrics = MetricsSettings(

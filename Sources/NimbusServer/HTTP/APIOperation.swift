@@ -66,6 +66,8 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case accountsResetPassword = "accounts/password/reset"
     /// Nimbus extension: the signed-in user deletes their account in the container.
     case accountsDelete = "accounts/delete"
+    /// Nimbus extension: a device's hops of traced changes (see docs/OBSERVABILITY.md).
+    case tracesReport = "traces/report"
 
     /// The HTTP methods the operation answers.
     public var methods: [String] {
@@ -101,7 +103,7 @@ public enum APIOperation: String, CaseIterable, Sendable {
     /// Operations of the container environment rather than of one database (CloudKit
     /// addresses them without the `{database}` path segment; Nimbus accepts both forms).
     public var isDatabaseless: Bool {
-        self == .tokensCreate || self == .tokensRegister || isAccountEntry
+        self == .tokensCreate || self == .tokensRegister || self == .tracesReport || isAccountEntry
     }
 
     /// Operations that need no signed-in user, only the API token: those that make one.

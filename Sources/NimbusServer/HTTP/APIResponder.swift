@@ -1,6 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Instrumentation
+import Tracing
 import Logging
 import NIOCore
 import NimbusProtocol
@@ -26,6 +28,8 @@ struct APIResponder: Sendable {
     var statistics: RequestStatistics? = nil
     /// Where unexpected (non-CloudKit) errors are counted (`nil`: metrics off).
     var metrics: ServerMetrics? = nil
+    /// Traces requests that carry a sampled `traceparent` (`nil`: none).
+    var tracer: NimbusTracer? = nil
 
     static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
@@ -33,14 +37,35 @@ struct APIResponder: Sendable {
     static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
 
     func respond(to request: Request, context: some RequestContext) async -> Response {
+        guard let tracer else { return await respondUntraced(to: request, context: context) }
+        var trace = ServiceContext.topLevel
+        tracer.extract(request.headers, into: &trace, using: HTTPFieldsExtractor())
+        guard tracer.isSampled(trace) else { return await respondUntraced(to: request, context: context) }
+        let name = RequestStatisticsMiddleware.operation(ofPath: request.uri.path)
+        let span = tracer.startSpan(name, context: trace, ofKind: .server)
+        let response = await ServiceContext.withValue(span.context) {
+            await respondUntraced(to: request, context: context)
+        }
+        let device = request.headers[Self.deviceHeader]
+        span.update { attributes in
+            attributes["http.status"] = Int64(response.status.code)
+            if let device { attributes["device"] = device }
+        }
+        span.end()
+        return response
+    }
+
+    private func respondUntraced(to request: Request, context: some RequestContext) async -> Response {
         do {
             return try await handle(request, context: context)
         } catch let error as CloudKitError {
             statistics?.recordError(code: error.code.rawValue)
+            ServiceContext.currentSpan?.fail(code: error.code.rawValue, message: error.reason)
             return Self.errorResponse(error)
         } catch {
             statistics?.recordError(code: ServerErrorCode.internalError.rawValue)
             metrics?.countStoreError(at: .api)
+            ServiceContext.currentSpan?.fail(code: ServerErrorCode.internalError.rawValue, message: "the server failed")
             // The request's logger: the line carries its `request_id`. The path, never the
             // query (which holds the tokens).
             context.logger.error("request failed: \(error)", metadata: ["path": "\(request.uri.path)"])

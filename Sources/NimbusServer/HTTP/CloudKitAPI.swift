@@ -34,6 +34,8 @@ struct CloudKitAPI: Sendable {
     var metrics: ServerMetrics? = nil
     /// Makes share short GUIDs and participant IDs (secure random; injected by tests).
     var shareIDs: @Sendable () -> String = ShareIDs.random
+    /// Adds `commit` hops to traced writes (`nil`: no tracing).
+    var tracer: NimbusTracer? = nil
 
     func handle(_ call: APICall, sharedResolved: Bool = false) async throws -> JSON {
         if call.identity.scope == .shared, call.identity.sharedOwner == nil, !sharedResolved {
@@ -73,6 +75,7 @@ struct CloudKitAPI: Sendable {
         case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword:
             return try await accountEntry(call)
         case .accountsSignInWithIDToken: return try await identityTokenSignIn(call)
+        case .tracesReport: return try await reportTraceSpans(call)
         }
     }
 

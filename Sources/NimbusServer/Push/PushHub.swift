@@ -25,12 +25,16 @@ public actor PushHub {
 
     /// Where frames queued to devices are counted (`nil`: nowhere).
     private let metrics: ServerMetrics?
+    /// Records a `push` hop for each traced notification (`nil`: none).
+    let tracer: NimbusTracer?
 
     public init() {
         self.metrics = nil
+        self.tracer = nil
     }
 
-    init(metrics: ServerMetrics?) {
+    init(tracer: NimbusTracer?, metrics: ServerMetrics? = nil) {
+        self.tracer = tracer
         self.metrics = metrics
     }
 
@@ -114,6 +118,7 @@ public actor PushHub {
         recent.append(contentsOf: notifications.suffix(recentLimit))
         if recent.count > 2 * recentLimit { recent.removeFirst(recent.count - recentLimit) }
         for notification in notifications {
+            var sent: [String] = []
             if let connections = devices[notification.recipient] {
                 let frame = PushFrame(sequence: notification.sequence, payload: notification.payload)
                 for connection in connections.values {
@@ -122,13 +127,35 @@ public actor PushHub {
                     } else {
                         connection.enqueue(frame, into: &batch)
                         pushed += 1
+                        if tracer != nil { sent.append(connection.deviceID) }
                     }
                 }
             }
-            if let waiting = couriers[notification.recipient] {
+            let waiting = couriers[notification.recipient]
+            if let waiting {
                 for signal in waiting.values { signal.fire() }
             }
+            if let tracer { tracePush(notification, sentTo: sent, couriers: waiting?.count ?? 0, tracer: tracer) }
         }
+    }
+
+    /// The `push` hop of a traced notification: which devices it went to, or that none of the
+    /// recipient's devices was connected to this node.
+    private func tracePush(_ notification: StoredNotification, sentTo devices: [String], couriers: Int, tracer: NimbusTracer) {
+        guard let parent = PayloadTraceParent.traceContext(inPayload: notification.payload) else { return }
+        var attributes = [
+            "user": notification.recipient.userRecordName, "subscription": notification.subscriptionID,
+            "notification": notification.notificationID, "devices": String(devices.count),
+        ]
+        if !devices.isEmpty { attributes["sent_to"] = devices.sorted().joined(separator: ", ") }
+        if couriers > 0 { attributes["web_couriers"] = String(couriers) }
+        let message =
+            devices.isEmpty && couriers == 0
+            ? "no device of the recipient is connected to this node: the notification waits in the collection until a device connects"
+            : "pushed to \(devices.count) device(s)" + (couriers > 0 ? " and \(couriers) web courier(s)" : "")
+        tracer.recordInstant(
+            "push", parent: parent, attributes: attributes,
+            recordNames: notification.recordName.map { [$0] } ?? [], message: message)
     }
 
     /// Closes the connections opened with any of these sessions (revoked or expired).

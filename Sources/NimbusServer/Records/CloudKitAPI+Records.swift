@@ -1,3 +1,4 @@
+import Instrumentation
 import NimbusProtocol
 import NimbusStore
 
@@ -5,7 +6,7 @@ extension CloudKitAPI {
     /// `records/modify`: validates the whole request first (so bad input never half-writes),
     /// then applies it to one zone in one transaction.
     func modifyRecords(_ call: APICall, shared: SharedZoneAccess? = nil) async throws -> JSON {
-        guard let caller = call.identity.caller else {
+        guard var caller = call.identity.caller else {
             throw CloudKitError(
                 .authenticationRequired, "writing needs a signed-in user (ckWebAuthToken) or a server-to-server key")
         }
@@ -80,8 +81,17 @@ extension CloudKitAPI {
         // CloudKit applies atomic only in custom zones; the default zone is never atomic.
         let atomic = (try call.body.optionalBool("atomic") ?? false) && !zoneID.isDefault
         let policy = try await writePolicy(call)
-        let outcome = try await store.modifyRecords(
-            operations, zone: zoneID.zoneName, atomic: atomic, policy: policy, caller: caller, in: call.database)
+        let trace = ModifyTrace(tracer: tracer, zone: zoneID.zoneName, call: call, names: pending.map(\.record.recordName))
+        caller.traceParent = trace?.commit.traceParent
+        let outcome: ModifyOutcome
+        do {
+            outcome = try await store.modifyRecords(
+                operations, zone: zoneID.zoneName, atomic: atomic, policy: policy, caller: caller, in: call.database)
+        } catch {
+            trace?.failed(error)
+            throw error
+        }
+        trace?.committed(outcome)
         if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
         await endParticipations(pending, results: outcome.results, call.identity)
         if let metrics, outcome.commit != nil { Self.countCommit(outcome.results, in: metrics) }
@@ -245,6 +255,7 @@ extension CloudKitAPI {
             metrics?.countRecordsRead(readable.count, via: .changes)
         }
         metrics?.countChangePage()
+        if let span = ServiceContext.currentSpan { FetchTrace.delivered(records, zone: zoneID.zoneName, span: span) }
         return .object([
             "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
             "records": records,

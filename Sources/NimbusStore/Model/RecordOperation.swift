@@ -44,11 +44,16 @@ public struct Caller: Sendable, Hashable {
     public var deviceID: String?
     /// Server-to-server keys act as the container's administrator.
     public var isAdmin: Bool
+    /// The W3C `traceparent` of the traced write (its `commit` span), carried into the push
+    /// payloads of the notifications it creates (`"nimbus": {"traceparent": …}`), so the
+    /// devices that fetch because of them continue the same trace.
+    public var traceParent: String?
 
-    public init(userRecordName: String, deviceID: String? = nil, isAdmin: Bool = false) {
+    public init(userRecordName: String, deviceID: String? = nil, isAdmin: Bool = false, traceParent: String? = nil) {
         self.userRecordName = userRecordName
         self.deviceID = deviceID
         self.isAdmin = isAdmin
+        self.traceParent = traceParent
     }
 }
 

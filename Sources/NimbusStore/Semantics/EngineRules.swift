@@ -230,7 +230,7 @@ extension StoredNotification {
         let badges = draft.subscription.subscription.notificationInfo.shouldBadge
         let payload = PushPayload.make(
             draft, notificationID: notificationID, container: key.container, scope: key.scope,
-            zoneOwner: key.owner, badge: badges ? unreadBadges + 1 : nil)
+            zoneOwner: key.owner, badge: badges ? unreadBadges + 1 : nil, traceParent: caller?.traceParent)
         self.init(
             recipient: recipient, sequence: sequence, createdSequence: sequence, notificationID: notificationID,
             subscriptionID: draft.subscription.subscription.subscriptionID, kind: draft.kind, scope: key.scope,

@@ -26,9 +26,11 @@ public enum PushPayload {
     /// - Parameters:
     ///   - zoneOwner: the owner record name of the database's zones (`zoid`).
     ///   - badge: the badge number, for subscriptions with `shouldBadge`.
+    ///   - traceParent: the W3C `traceparent` of the traced write that made the notification,
+    ///     as the Nimbus extension `"nimbus": {"traceparent": …}` (CloudKit clients ignore it).
     public static func make(
         _ draft: NotificationDraft, notificationID: String, container: String, scope: DatabaseScope,
-        zoneOwner: String, badge: Int?
+        zoneOwner: String, badge: Int?, traceParent: String? = nil
     ) -> JSON {
         let subscription = draft.subscription.subscription
         let info = subscription.notificationInfo
@@ -65,12 +67,16 @@ public enum PushPayload {
             ck["met"] = .object(body)
         }
         var payload: [String: JSON] = ["aps": .object(aps(info, record: draft.record, badge: badge)), "ck": .object(ck)]
+        var nimbus: [String: JSON] = [:]
+        if let traceParent { nimbus["traceparent"] = .string(traceParent) }
+        if !nimbus.isEmpty { payload["nimbus"] = .object(nimbus) }
         guard JSON.object(payload).serializedBytes().count > maxBytes else { return .object(payload) }
         if case .object(var query)? = ck["qry"], query["af"] != nil {
             query["af"] = nil
             ck["qry"] = .object(query)
             payload["ck"] = .object(ck)
-            payload["nimbus"] = ["pruned": true]
+            nimbus["pruned"] = true
+            payload["nimbus"] = .object(nimbus)
         }
         if JSON.object(payload).serializedBytes().count > maxBytes, case .object(var aps)? = payload["aps"],
             case .object(var alert)? = aps["alert"]
@@ -81,7 +87,8 @@ public enum PushPayload {
             }
             aps["alert"] = .object(alert)
             payload["aps"] = .object(aps)
-            payload["nimbus"] = ["pruned": true]
+            nimbus["pruned"] = true
+            payload["nimbus"] = .object(nimbus)
         }
         return .object(payload)
     }

@@ -68,6 +68,16 @@ public struct SyncConfiguration: Sendable {
     /// configuration.syncsSharedDatabase = true
     /// ```
     public var syncsSharedDatabase = false
+    /// Whether sends and push-triggered fetches are traced: each send carries a new W3C
+    /// `traceparent`, a fetch a push caused continues the push's trace, and how the fetched
+    /// changes were applied is reported to the server (`sync.apply`), so `nimbus trace` shows a
+    /// change's whole path. On by default; the server keeps spans only if it traces.
+    public var tracesChanges = true
+    /// The share (0…1) of sends that start a trace, when ``tracesChanges`` is on. Tracing a
+    /// request costs the server about a tenth of its CPU time (docs/PERFORMANCE.md, "Tracing
+    /// overhead"); an app with heavy write traffic can trace a sample. Fetches a traced push
+    /// caused are always traced.
+    public var traceSampleRate: Double = 1
 
     /// The ID of the database subscription the engine creates in the shared database (when
     /// ``syncsSharedDatabase``), so pushes name shared zones that changed.

@@ -122,6 +122,7 @@ extension SyncEngine {
     }
 
     private func apply(_ page: RecordZoneChanges, zone: String) async throws {
+        let started = Date()
         let rules = configuration
         let (saved, deleted, conflicts) = try await store.transaction { transaction in
             var saved: [LocalRecord] = []
@@ -149,6 +150,13 @@ extension SyncEngine {
         }
         for conflict in conflicts { emit(.conflictResolved(conflict)) }
         if !saved.isEmpty || !deleted.isEmpty { emit(.fetched(zone: zone, saved: saved, deleted: deleted)) }
+        if configuration.tracesChanges, let trace = RequestTrace.current, !page.modifications.isEmpty || !page.deletions.isEmpty {
+            let report = ApplyTraceReport.make(
+                page, zone: zone, saved: saved, deleted: deleted, conflicts: conflicts, trace: trace, started: started)
+            // Off the fetch's path: a report that fails costs the trace a hop, never the sync.
+            let service = self.service
+            Task { try? await service.reportTraceSpans([report]) }
+        }
         // Only shares that changed for this device (not the echo of its own save).
         let changedNames = Set(saved.map(\.recordName))
         announceShares(in: page.modifications.filter { changedNames.contains($0.id.recordName) })

@@ -101,14 +101,21 @@ public actor SyncEngine {
             do {
                 // Each push only triggers a fetch; triggers coalesce (one fetch in flight, at
                 // most one queued), so a burst of pushes costs at most two fetches.
-                for try await _ in notifications { self.triggerFetch() }
+                for try await notification in notifications { self.triggerFetch(trace: notification.trace) }
             } catch {}
         }
     }
 
     /// Schedules a fetch nobody awaits: its failure is reported as ``SyncEvent/fetchFailed(_:)``.
-    private func triggerFetch() {
-        let task = scheduled(.fetch)
+    /// A traced push's fetch continues the push's trace (when it does not coalesce into a
+    /// fetch already queued).
+    private func triggerFetch(trace: RequestTrace? = nil) {
+        let task =
+            if let trace, configuration.tracesChanges {
+                RequestTrace.$current.withValue(trace.child()) { scheduled(.fetch) }
+            } else {
+                scheduled(.fetch)
+            }
         Task {
             if case .failure(let error) = await task.result { self.emit(.fetchFailed(error)) }
         }
@@ -184,10 +191,15 @@ public actor SyncEngine {
                 do { _ = try await prefetchAssets(smallerThan: eager) } catch { emit(.fetchFailed(error)) }
             }
         case .send:
-            try await withLock {
-                // Checked again under the lock: a sign-out may have been taken in meanwhile.
-                try await self.refuseWhileSignedOut()
-                try await self.sendOutbox()
+            // Each send is a trace of its own (unless the app's task already traces).
+            let sampled = configuration.tracesChanges && clock.random() < configuration.traceSampleRate
+            let trace = RequestTrace.current ?? (sampled ? RequestTrace.random() : nil)
+            try await RequestTrace.$current.withValue(trace) {
+                try await withLock {
+                    // Checked again under the lock: a sign-out may have been taken in meanwhile.
+                    try await self.refuseWhileSignedOut()
+                    try await self.sendOutbox()
+                }
             }
         }
     }

@@ -41,6 +41,8 @@ public protocol SyncService: Sendable {
     func sharedDatabaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges
     /// Saves a subscription in the shared database.
     func saveSharedSubscription(_ subscription: Subscription) async throws
+    /// Adds the device's hops of traced changes to the server's traces (`traces/report`).
+    func reportTraceSpans(_ spans: [TraceSpanReport]) async throws
 }
 
 extension SyncService {
@@ -52,6 +54,9 @@ extension SyncService {
     public func saveSharedSubscription(_ subscription: Subscription) async throws {
         throw NimbusError(.invalidArguments, "this sync service does not reach a shared database")
     }
+
+    /// A service that reaches no trace collector: the device's hops are not reported.
+    public func reportTraceSpans(_ spans: [TraceSpanReport]) async throws {}
 }
 
 /// One asset field of a record an upload URL is asked for.
@@ -75,6 +80,10 @@ public struct DatabaseSyncService: SyncService {
 
     public init(database: Nimbus.Database) {
         self.database = database
+    }
+
+    public func reportTraceSpans(_ spans: [TraceSpanReport]) async throws {
+        try await database.reportTraceSpans(spans)
     }
 
     /// The database a zone of the engine lives in, and its zone ID there.

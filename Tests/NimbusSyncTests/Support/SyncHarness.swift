@@ -112,6 +112,9 @@ final class FaultyService: SyncService {
         try enter("sharedSubscription")
         try await base.saveSharedSubscription(subscription)
     }
+    func reportTraceSpans(_ spans: [TraceSpanReport]) async throws {
+        try await base.reportTraceSpans(spans)
+    }
 }
 
 /// A real server with one user and helpers to make devices (engines with their own stores).

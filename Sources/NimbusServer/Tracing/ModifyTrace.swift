@@ -1,0 +1,75 @@
+import Instrumentation
+import NimbusProtocol
+import NimbusStore
+import Tracing
+
+/// The hops a traced `records/modify` adds to its request's span: the records it names, each
+/// record's outcome, and a `commit` span with the database version and the notifications the
+/// commit created — or why nobody will hear of it ("no subscription matched").
+struct ModifyTrace {
+    let request: NimbusSpan
+    let commit: NimbusSpan
+    let names: [String]
+
+    /// `nil` when the request is not traced.
+    init?(tracer: NimbusTracer?, zone: String, call: APICall, names: @autoclosure () -> [String]) {
+        guard let tracer, let request = ServiceContext.currentSpan else { return nil }
+        let names = names()
+        self.request = request
+        self.names = names
+        let database = call.database
+        request.update { attributes in
+            attributes["container"] = database.container
+            attributes["environment"] = database.environment.rawValue
+            attributes["database"] = database.scope.rawValue
+            attributes["zone"] = zone
+            attributes["records"] = Int64(names.count)
+            attributes["nimbus.records"] = names
+        }
+        // The request span names the records; the commit is found through its trace.
+        commit = tracer.startSpan("commit", context: request.context, ofKind: .internal)
+    }
+
+    /// The transaction failed as a whole (a conflict in an atomic batch, the store).
+    func failed(_ error: any Error) {
+        let code = (error as? CloudKitError)?.code.rawValue ?? ServerErrorCode.internalError.rawValue
+        commit.fail(code: code, message: "nothing was written: \((error as? CloudKitError)?.reason ?? "the store failed")")
+        commit.end()
+    }
+
+    /// The transaction ended: which records were written, which were refused and why, and who
+    /// will be notified.
+    func committed(_ outcome: ModifyOutcome) {
+        var failures: [(name: String, error: CloudKitError)] = []
+        for (index, result) in outcome.results.enumerated() where index < names.count {
+            if case .failed(let error) = result { failures.append((names[index], error)) }
+        }
+        if let first = failures.first {
+            let listed = failures.prefix(5).map { "\($0.name): \($0.error.code.rawValue) (\($0.error.reason))" }
+            request.fail(
+                code: first.error.code.rawValue,
+                message: "\(failures.count) of \(names.count) record(s) refused — " + listed.joined(separator: "; "))
+            request.attributes["refused"] = failures.map(\.name).joined(separator: ", ")
+        }
+        if let summary = outcome.commit {
+            commit.update { attributes in
+                attributes["version"] = summary.version
+                attributes["notifications"] = Int64(summary.notifications.count)
+                if summary.notifications.isEmpty {
+                    attributes["nimbus.message"] =
+                        "committed; no subscription matched, so no device is notified (devices see it on their next fetch)"
+                } else {
+                    let subscriptions = Set(summary.notifications.map(\.subscriptionID)).sorted()
+                    let users = Set(summary.notifications.map(\.recipient.userRecordName)).count
+                    attributes["subscriptions"] = subscriptions.joined(separator: ", ")
+                    attributes["nimbus.message"] =
+                        "committed; \(summary.notifications.count) notification(s) for \(users) user(s)"
+                }
+            }
+        } else {
+            commit.attributes["nimbus.message"] = "nothing was written"
+            if let first = failures.first { commit.fail(code: first.error.code.rawValue, message: "nothing was written") }
+        }
+        commit.end()
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NimbusStore
+import ServiceLifecycle
+
+/// Spans of traced changes on their way to the store: ended spans are buffered (one lock, no
+/// I/O on the request's path) and written in batches every
+/// ``TraceSettings/flushInterval`` by ``run()``, a service of the server's group.
+public final class TraceJournal: Service, Sendable {
+    private struct Buffer {
+        var spans: [TraceSpan] = []
+        var dropped = 0
+        var watchers: [UInt64: Watcher] = [:]
+        var nextWatcher: UInt64 = 0
+        /// The latest write to the store; each flush waits for the ones before it.
+        var lastWrite: Task<Void, Never>?
+    }
+
+    private struct Watcher {
+        var matches: @Sendable (TraceSpan) -> Bool
+        var continuation: AsyncStream<TraceSpan>.Continuation
+    }
+
+    let store: any TraceStore
+    let settings: TraceSettings
+    /// `server <node>`: who recorded this node's spans.
+    let source: String
+    private let logger: Logger
+    private let buffer = NIOLockedValueBox(Buffer())
+
+    init(store: any TraceStore, settings: TraceSettings, logger: Logger) {
+        self.store = store
+        self.settings = settings
+        self.source = "server \(settings.nodeName ?? ProcessInfo.processInfo.hostName)"
+        self.logger = logger
+    }
+
+    /// Spans dropped because the buffer was full (the store could not keep up).
+    public var droppedSpans: Int { buffer.withLockedValue { $0.dropped } }
+
+    /// Queues an ended span for the store.
+    func record(_ span: TraceSpan) {
+        let watchers = buffer.withLockedValue { buffer -> [Watcher] in
+            if buffer.spans.count >= settings.bufferLimit {
+                buffer.spans.removeFirst()
+                buffer.dropped += 1
+            }
+            buffer.spans.append(span)
+            return buffer.watchers.isEmpty ? [] : Array(buffer.watchers.values)
+        }
+        for watcher in watchers where watcher.matches(span) { watcher.continuation.yield(span) }
+    }
+
+    /// The spans recorded on this node from now on that `matches` (a test awaiting a hop, a
+    /// live view), as they end. Registered before this returns, so no later span is missed;
+    /// ends when the iteration does.
+    public func spans(where matches: @escaping @Sendable (TraceSpan) -> Bool) -> AsyncStream<TraceSpan> {
+        let (stream, continuation) = AsyncStream<TraceSpan>.makeStream()
+        let id = buffer.withLockedValue { buffer in
+            defer { buffer.nextWatcher += 1 }
+            buffer.watchers[buffer.nextWatcher] = Watcher(matches: matches, continuation: continuation)
+            return buffer.nextWatcher
+        }
+        continuation.onTermination = { [buffer] _ in
+            _ = buffer.withLockedValue { $0.watchers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Writes what is buffered now, after the writes already under way (tests, shutdown, readers
+    /// that must see every span ended so far).
+    public func flush() async {
+        let write = buffer.withLockedValue { buffer -> Task<Void, Never> in
+            let spans = buffer.spans
+            buffer.spans.removeAll(keepingCapacity: true)
+            let previous = buffer.lastWrite
+            let write = Task {
+                await previous?.value
+                await self.write(spans)
+            }
+            buffer.lastWrite = write
+            return write
+        }
+        await write.value
+    }
+
+    private func write(_ spans: [TraceSpan]) async {
+        guard !spans.isEmpty else { return }
+        do {
+            try await store.appendTraceSpans(spans)
+        } catch {
+            logger.warning("trace spans could not be written", metadata: ["spans": "\(spans.count)", "error": "\(error)"])
+        }
+    }
+
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            var sincePrune = Duration.zero
+            while !Task.isCancelled {
+                try await Task.sleep(for: self.settings.flushInterval)
+                await self.flush()
+                sincePrune += self.settings.flushInterval
+                if sincePrune >= .seconds(600) {
+                    sincePrune = .zero
+                    await self.prune(now: Int64(Date().timeIntervalSince1970 * 1_000_000))
+                }
+            }
+        }
+        await flush()
+    }
+
+    /// Deletes spans older than the retention.
+    func prune(now micros: Int64) async {
+        let cutoff = micros - settings.retention.components.seconds * 1_000_000
+        do {
+            let pruned = try await store.pruneTraceSpans(endedBefore: cutoff)
+            if pruned > 0 { logger.debug("trace spans pruned", metadata: ["spans": "\(pruned)"]) }
+        } catch {
+            logger.warning("trace spans could not be pruned", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,25 @@
+/// How the server traces changes (see docs/OBSERVABILITY.md, "Tracing").
+///
+/// A request that carries a sampled W3C `traceparent` header (the Nimbus SDK sends one with
+/// every request of a traced send or fetch) is traced: its spans — the request, the commit and
+/// the notifications it created, the pushes to each device — are written to the store, where
+/// `nimbus trace` and the dashboard read them. Requests without one are not traced, unless
+/// ``sampleUntraced`` says so.
+public struct TraceSettings: Sendable {
+    /// Whether the server records spans at all (`nimbus serve --no-tracing` turns it off).
+    public var enabled = true
+    /// The share (0…1) of requests without a `traceparent` that start a trace of their own
+    /// (third-party CloudKit clients send none). Default 0.
+    public var sampleUntraced: Double = 0
+    /// How long spans are kept (pruned by the compaction service).
+    public var retention: Duration = .seconds(7 * 24 * 3600)
+    /// How often buffered spans are written to the store.
+    public var flushInterval: Duration = .milliseconds(200)
+    /// The most spans held in memory waiting to be written; beyond it the oldest are dropped
+    /// (and counted: ``TraceJournal/droppedSpans``).
+    public var bufferLimit = 50_000
+    /// This node's name in spans (`source: server <node>`); defaults to the host name.
+    public var nodeName: String?
+
+    public init() {}
+}

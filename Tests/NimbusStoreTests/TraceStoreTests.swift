@@ -1,0 +1,48 @@
+import NimbusProtocol
+import NimbusStore
+import Testing
+
+/// The spans of traced changes through the storage protocol, on every engine: a trace's spans
+/// in time order, a span reported twice kept once, a record's traces newest first, pruning.
+@Suite("Store: trace spans")
+struct TraceStoreTests {
+    static let trace = String(repeating: "ab", count: 16)
+    static let other = String(repeating: "cd", count: 16)
+
+    static func span(
+        _ id: String, trace: String = TraceStoreTests.trace, name: String, start: Int64, records: [String] = [],
+        status: TraceSpan.Status = .ok, code: String? = nil
+    ) -> TraceSpan {
+        TraceSpan(
+            traceID: trace, spanID: id, parentSpanID: nil, name: name, source: "server test", startMicros: start,
+            endMicros: start + 500, status: status, errorCode: code, message: code.map { "refused: \($0)" },
+            attributes: ["zone": "Notes", "odd \"key\"": "a\nb"], recordNames: records)
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func spansComeBackInTimeOrderAndByRecord(engine: StoreEngine) async throws {
+        try await engine.withStore { store in
+            try await store.appendTraceSpans([
+                Self.span("0000000000000002", name: "commit", start: 2_000, records: ["n1", "n2"]),
+                Self.span("0000000000000001", name: "records/modify", start: 1_000, records: ["n1", "n2"], status: .error, code: "BAD_REQUEST"),
+            ])
+            try await store.appendTraceSpans([Self.span("0000000000000009", trace: Self.other, name: "records/changes", start: 9_000, records: ["n1"])])
+            // Reported again (a device retrying its report): replaced, not doubled.
+            try await store.appendTraceSpans([Self.span("0000000000000002", name: "commit", start: 2_000, records: ["n1", "n2"])])
+
+            let spans = try await store.traceSpans(traceID: Self.trace)
+            #expect(spans.map(\.name) == ["records/modify", "commit"])
+            #expect(spans[0] == Self.span("0000000000000001", name: "records/modify", start: 1_000, records: ["n1", "n2"], status: .error, code: "BAD_REQUEST"))
+            #expect(try await store.traceIDs(touchingRecord: "n1", limit: 10) == [Self.other, Self.trace], "newest first")
+            #expect(try await store.traceIDs(touchingRecord: "n1", limit: 1) == [Self.other])
+            #expect(try await store.traceIDs(touchingRecord: "n2", limit: 10) == [Self.trace])
+            #expect(try await store.traceIDs(touchingRecord: "nobody", limit: 10).isEmpty)
+            #expect(try await store.traceSpans(traceID: String(repeating: "0", count: 32)).isEmpty)
+
+            #expect(try await store.pruneTraceSpans(endedBefore: 5_000) == 2)
+            #expect(try await store.traceSpans(traceID: Self.trace).isEmpty)
+            #expect(try await store.traceIDs(touchingRecord: "n2", limit: 10).isEmpty)
+            #expect(try await store.traceSpans(traceID: Self.other).count == 1)
+        }
+    }
+}
