@@ -141,7 +141,7 @@ enum TracePage {
             "traceID": id, "q": DashboardApp.query([("q", id)]), "selected": selected,
             "started": first.map { Format.date($0.startMicros / 1000) } ?? "",
             "firstHop": first.map { "\($0.name) · \($0.source)" } ?? "",
-            "stop": "\(view.stop.rawValue) — \(view.verdict)",
+            "stop": view.stop.rawValue,
         ]
     }
 }

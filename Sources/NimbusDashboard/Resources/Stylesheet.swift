@@ -44,6 +44,7 @@ enum Stylesheet {
         .notice { color: var(--good); background: #effaf1; border: 1px solid #b7e2c1; padding: .5rem .75rem; border-radius: 4px; }
         .warn { color: #7a4d00; background: #fff8e6; border: 1px solid #f0d77a; padding: .5rem .75rem; border-radius: 4px; }
         .verdict { font-size: 1.05rem; }
+        #hops th, #recent-traces th { word-break: normal; white-space: nowrap; }
         tr.later td { background: #f4f6fb; }
         tr.failed td { background: #fff1f0; }
         tr.selected td { font-weight: 600; }
