@@ -142,7 +142,7 @@ public final class RunningServer: Sendable {
                 api: api, assetLinks: links, assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds,
                 publicBaseURL: configuration.push.publicBaseURL),
             push: hub, statistics: statistics, configuration: configuration, logger: logger,
-            passwords: PasswordHasher(cost: configuration.signIn.passwordCost))
+            passwords: PasswordHasher(cost: configuration.signIn.passwordCost), traces: journal)
         for routeExtension in configuration.routeExtensions {
             routeExtension.addRoutes(to: router, server: parts)
         }

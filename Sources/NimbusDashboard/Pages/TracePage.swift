@@ -59,6 +59,8 @@ enum TracePage {
             values["queryError"] = error.message
             return context.render("traces", values, status: error.status)
         }
+        // This node's hops ended so far are in the store before it is read.
+        await context.app.server.traces.flush()
         let store = context.app.store
         var view: TraceView
         var recordName: String?

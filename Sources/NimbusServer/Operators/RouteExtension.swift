@@ -26,6 +26,8 @@ package struct ServerParts: Sendable {
     package let logger: Logger
     /// Bcrypt, as built-in accounts use it, off the cooperative pool.
     package let passwords: PasswordHasher
+    /// This node's spans of traced changes, on their way to the store.
+    package let traces: TraceJournal
     /// The server's last log lines, if its logger writes them there.
     package var logTail: LogTail? { configuration.logTail }
 }
