@@ -109,6 +109,8 @@ public final class RunningServer: Sendable {
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
         responder.statistics = statistics
         responder.tracer = tracer
+        let throttle = RequestThrottle(settings: configuration.throttle, store: store, clock: configuration.clock)
+        responder.throttle = throttle
         let router = Routes.build(responder: responder, statistics: statistics)
         SignInPage.add(to: router, page: SignInPage(accounts: accounts, publicBaseURL: configuration.push.publicBaseURL))
         ShareLinkPage.add(to: router)
@@ -117,7 +119,7 @@ public final class RunningServer: Sendable {
             transfer: AssetTransfer(
                 metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, logger: logger,
                 quota: uploadQuota),
-            clock: configuration.clock)
+            clock: configuration.clock, throttle: throttle)
         let pushChannel = PushChannel(
             hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger,
             clock: configuration.clock)

@@ -29,6 +29,8 @@ struct APIResponder: Sendable {
     var statistics: RequestStatistics? = nil
     /// Traces requests that carry a sampled `traceparent` (`nil`: none).
     var tracer: NimbusTracer? = nil
+    /// Rate limits and in-flight caps (`nil`: none).
+    var throttle: RequestThrottle? = nil
 
     static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
@@ -119,6 +121,8 @@ struct APIResponder: Sendable {
             signatureDate: request.headers[Self.dateHeader],
             signature: request.headers[Self.signatureHeader],
             deviceID: request.headers[Self.deviceHeader] ?? query.get("deviceID").map { String($0) })
+        // Throttled by address before authentication (cheap), by user and token right after.
+        try await throttle?.checkAddress(PeerAddress.current, container: container, environment: environment)
         let pending: Authenticator.Pending
         do {
             pending = try await authenticator.authenticateHead(
@@ -127,6 +131,10 @@ struct APIResponder: Sendable {
             error.redirectURL = await signInURL(error, request: request)
             throw error
         }
+        let permit = try await throttle?.admit(
+            container: container, environment: environment, user: pending.identity.user?.recordName,
+            token: credentials.apiToken ?? pending.identity.serverKeyID, address: PeerAddress.current)
+        defer { permit?.release() }
         let bodyBytes = try await Self.collectBody(request, limit: limit, operation: operation)
         let identity = try pending.verified(body: bodyBytes)
 
@@ -206,7 +214,9 @@ struct APIResponder: Sendable {
     }
 
     static func errorResponse(_ error: CloudKitError) -> Response {
-        jsonResponse(error.wireJSON(uuid: newUUID()), status: HTTPResponse.Status(code: error.code.httpStatus))
+        var response = jsonResponse(error.wireJSON(uuid: newUUID()), status: HTTPResponse.Status(code: error.code.httpStatus))
+        if let retryAfter = error.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        return response
     }
 
     static func newUUID() -> String { UUID().uuidString.lowercased() }
