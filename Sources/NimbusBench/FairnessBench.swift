@@ -114,9 +114,10 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         let stop = NIOLockedValueBox(false)
         let tally = NIOLockedValueBox(FloodTally())
         let batch = floodBatch
+        let connections = floodConnections
         let flood = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for connection in 0..<floodConnections {
+                for connection in 0..<connections {
                     group.addTask {
                         var index = 0
                         while !stop.withLockedValue({ $0 }) {
@@ -132,8 +133,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
             }
         }
         // Let the flood reach its pace before timing.
-        let floodStart = ContinuousClock.now
-        while tally.withLockedValue({ $0.answered }) < floodConnections * 10 {
+        while tally.withLockedValue({ $0.answered }) < connections * 10 {
             try await Task.sleep(for: .milliseconds(10))
         }
         let busyStart = ContinuousClock.now
@@ -143,7 +143,6 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         let endTally = tally.withLockedValue { $0 }
         stop.withLockedValue { $0 = true }
         try await flood.value
-        _ = floodStart
         return FairnessReport(
             idle: idle, busy: busy, floodSeconds: busySeconds, flood: endTally.minus(startTally),
             floodConnections: floodConnections, floodBatch: floodBatch)

@@ -54,7 +54,8 @@ extension ContainerCommand {
             let results = try await withStore(data) { store in
                 var results: [(ContainerEnvironment, ThrottleLimits)] = []
                 for environment in environments ?? [] {
-                    var limits = reset ? ThrottleLimits() : try await store.throttleLimits(container: container, environment: environment)
+                    var limits = ThrottleLimits()
+                    if !reset { limits = try await store.throttleLimits(container: container, environment: environment) }
                     if modify {
                         limits = changes.filled(from: limits)
                         try await store.setThrottleLimits(limits, container: container, environment: environment)
@@ -86,7 +87,7 @@ extension ContainerCommand {
         static func text(_ limits: ThrottleLimits) -> String {
             func rate(_ value: Double?) -> String {
                 guard let value else { return "server default" }
-                return value == 0 ? "no limit" : "\(value.formatted()) /s"
+                return value == 0 ? "no limit" : "\(value.throttleText) /s"
             }
             func burst(_ value: Int?) -> String { value.map(String.init) ?? "server default" }
             return """
@@ -99,5 +100,6 @@ extension ContainerCommand {
 }
 
 extension Double {
-    fileprivate func formatted() -> String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
+    /// `20` rather than `20.0`; `0.5` as it is.
+    fileprivate var throttleText: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
 }

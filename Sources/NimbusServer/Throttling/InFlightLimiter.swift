@@ -60,7 +60,7 @@ package final class InFlightLimiter: Sendable {
         case .wait(let id):
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    let cancelled: Bool = state.withLockedValue { state in
+                    let cancelled: Bool = self.state.withLockedValue { state in
                         if state.cancelledEarly.remove(id) != nil {
                             state.unresumed.remove(id)
                             return true
@@ -71,7 +71,7 @@ package final class InFlightLimiter: Sendable {
                     if cancelled { continuation.resume(throwing: CancellationError()) }
                 }
             } onCancel: {
-                let continuation: CheckedContinuation<Void, any Error>? = state.withLockedValue { state in
+                let continuation: CheckedContinuation<Void, any Error>? = self.state.withLockedValue { state in
                     guard state.unresumed.contains(id) else { return nil }  // already given its place
                     guard var entry = state.entries[key], let index = entry.waiting.firstIndex(where: { $0.id == id })
                     else {

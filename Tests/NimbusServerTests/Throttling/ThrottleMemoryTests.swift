@@ -14,6 +14,12 @@ import Testing
         func setThrottleLimits(_ limits: ThrottleLimits, container: String, environment: ContainerEnvironment) async throws {}
     }
 
+    /// Alice's requests running and waiting.
+    static func load(_ limiter: InFlightLimiter) -> [Int] {
+        let load = limiter.load("alice")
+        return [load.running, load.waiting]
+    }
+
     @Test func bucketsStayBoundedWhateverAddressesClientsSend() async throws {
         let clock = ManualWallClock(millis: 1_800_000_000_000)
         var settings = ThrottleSettings()
@@ -36,7 +42,7 @@ import Testing
         try await limiter.acquire("alice", limit: 1, maxWaiting: 1, what: "this user")
         let second = Task { try await limiter.acquire("alice", limit: 1, maxWaiting: 1, what: "this user") }
         for _ in 0..<10_000 where limiter.load("alice").waiting == 0 { await Task.yield() }
-        #expect(limiter.load("alice") == (1, 1))
+        #expect(Self.load(limiter) == [1, 1])
         // A third request finds the queue full.
         await #expect(throws: CloudKitError.self) {
             try await limiter.acquire("alice", limit: 1, maxWaiting: 1, what: "this user")
@@ -46,9 +52,9 @@ import Testing
         limiter.release("bob")
         limiter.release("alice")
         try await second.value
-        #expect(limiter.load("alice") == (1, 0))
+        #expect(Self.load(limiter) == [1, 0])
         limiter.release("alice")
-        #expect(limiter.load("alice") == (0, 0))
+        #expect(Self.load(limiter) == [0, 0])
     }
 
     @Test func aCancelledWaiterGivesUpItsTurn() async throws {
@@ -58,8 +64,8 @@ import Testing
         for _ in 0..<10_000 where limiter.load("alice").waiting == 0 { await Task.yield() }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
-        #expect(limiter.load("alice") == (1, 0))
+        #expect(Self.load(limiter) == [1, 0])
         limiter.release("alice")
-        #expect(limiter.load("alice") == (0, 0))
+        #expect(Self.load(limiter) == [0, 0])
     }
 }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import NIOCore
+import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -12,7 +13,7 @@ import Testing
     static let start: Int64 = 1_800_000_000_000
 
     static func withServer(
-        _ engine: Engine = .sqlite, _ configure: @escaping (inout ThrottleSettings) -> Void,
+        _ engine: Engine = .sqlite, throttle configure: (inout ThrottleSettings) -> Void,
         _ body: (TestServer, ManualWallClock) async throws -> Void
     ) async throws {
         let clock = ManualWallClock(millis: start)
@@ -40,7 +41,7 @@ import Testing
 
     @Test(arguments: Engine.available)
     func overItsRateAUserGets429WithRetryAfterInBodyAndHeader(engine: Engine) async throws {
-        try await Self.withServer(engine, {
+        try await Self.withServer(engine, throttle: {
             $0.defaults.userRate = 0.5  // one request every 2 s
             $0.defaults.userBurst = 2
         }) { server, clock in
@@ -63,7 +64,7 @@ import Testing
     }
 
     @Test func oneUserThrottledLeavesAnotherUserAlone() async throws {
-        try await Self.withServer({
+        try await Self.withServer(throttle: {
             $0.defaults.userRate = 1
             $0.defaults.userBurst = 3
         }) { server, _ in
@@ -76,7 +77,7 @@ import Testing
     }
 
     @Test func theAPITokenHasItsOwnBucketAcrossUsers() async throws {
-        try await Self.withServer({
+        try await Self.withServer(throttle: {
             $0.defaults.tokenRate = 1
             $0.defaults.tokenBurst = 4
         }) { server, _ in
@@ -93,7 +94,7 @@ import Testing
     }
 
     @Test func theAddressLimitAppliesBeforeAuthentication() async throws {
-        try await Self.withServer({
+        try await Self.withServer(throttle: {
             $0.defaults.addressRate = 1
             $0.defaults.addressBurst = 2
         }) { server, clock in
@@ -115,7 +116,7 @@ import Testing
     }
 
     @Test func turnedOffNothingIsThrottled() async throws {
-        try await Self.withServer({
+        try await Self.withServer(throttle: {
             $0.enabled = false
             $0.defaults.userRate = 1
             $0.defaults.userBurst = 1
@@ -129,7 +130,7 @@ import Testing
 
     @Test(arguments: Engine.available)
     func aContainersOwnLimitsApplyWithoutARestart(engine: Engine) async throws {
-        try await Self.withServer(engine, { _ in }) { server, clock in
+        try await Self.withServer(engine, throttle: { _ in }) { server, clock in
             let store = server.server.store
             let container = TestServer.container
             #expect(try await store.throttleLimits(container: container, environment: .development).isEmpty)
@@ -169,7 +170,7 @@ import Testing
     }
 
     @Test func assetTransfersAreThrottledByAddress() async throws {
-        try await Self.withServer({
+        try await Self.withServer(throttle: {
             $0.defaults.addressRate = 1
             $0.defaults.addressBurst = 1
         }) { server, _ in
