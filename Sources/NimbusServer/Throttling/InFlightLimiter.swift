@@ -19,6 +19,8 @@ package final class InFlightLimiter: Sendable {
         var waiting: [Waiter] = []
     }
 
+    private enum Enqueued { case cancelled, running, waiting }
+
     private struct State {
         var entries: [String: Entry] = [:]
         var nextID = 0
@@ -60,15 +62,28 @@ package final class InFlightLimiter: Sendable {
         case .wait(let id):
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    let cancelled: Bool = self.state.withLockedValue { state in
+                    // Decided again under the lock: a place freed since the first look is taken now.
+                    let outcome: Enqueued = self.state.withLockedValue { state in
                         if state.cancelledEarly.remove(id) != nil {
                             state.unresumed.remove(id)
-                            return true
+                            return .cancelled
                         }
-                        state.entries[key, default: Entry()].waiting.append(Waiter(id: id, continuation: continuation))
-                        return false
+                        var entry = state.entries[key, default: Entry()]
+                        if entry.running < limit {
+                            entry.running += 1
+                            state.entries[key] = entry
+                            state.unresumed.remove(id)
+                            return .running
+                        }
+                        entry.waiting.append(Waiter(id: id, continuation: continuation))
+                        state.entries[key] = entry
+                        return .waiting
                     }
-                    if cancelled { continuation.resume(throwing: CancellationError()) }
+                    switch outcome {
+                    case .cancelled: continuation.resume(throwing: CancellationError())
+                    case .running: continuation.resume()
+                    case .waiting: break
+                    }
                 }
             } onCancel: {
                 let continuation: CheckedContinuation<Void, any Error>? = self.state.withLockedValue { state in
