@@ -11,7 +11,7 @@ import NimbusStore
 /// `nimbus-bench fairness`: how much one user's flood slows another user's requests.
 ///
 /// Starts an embedded server (a fresh SQLite directory, or a fresh PostgreSQL schema with
-/// `--postgres-url`) with two users. The quiet user sends `--samples` single-record
+/// `--postgres-url`) with two users. The quiet user sends `--quiet-requests` single-record
 /// `records/modify` requests one after another, first alone (idle), then beside the flooder,
 /// who sends `records/modify` requests of `--flood-batch` records on `--flood-connections`
 /// connections as fast as the server answers. Reports both latency distributions, the
@@ -24,8 +24,9 @@ struct FairnessBenchCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Run on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
     var postgresURL: String?
+    // Not `--samples`: the parent command's option of that name would take it.
     @Option(name: .long, help: "Single-record modifies the quiet user times, idle and beside the flood.")
-    var samples = 2_000
+    var quietRequests = 2_000
     @Option(name: .long, help: "Concurrent connections of the flooding user.")
     var floodConnections = 16
     @Option(name: .long, help: "Records per records/modify request of the flooding user (1...200).")
@@ -38,7 +39,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard samples >= 100 else { throw ValidationError("--samples must be at least 100") }
+        guard quietRequests >= 100 else { throw ValidationError("--quiet-requests must be at least 100") }
         guard floodConnections >= 1 else { throw ValidationError("--flood-connections must be positive") }
         guard (1...200).contains(floodBatch) else { throw ValidationError("--flood-batch must be within 1...200") }
         guard userInFlight >= 0 else { throw ValidationError("--user-in-flight must be 0 (no cap) or more") }
@@ -148,11 +149,11 @@ struct FairnessBenchCommand: AsyncParsableCommand {
             floodConnections: floodConnections, floodBatch: floodBatch)
     }
 
-    /// `samples` single-record modifies one after another, in milliseconds, sorted.
+    /// `quietRequests` single-record modifies one after another, in milliseconds, sorted.
     private func latencies(_ client: BenchClient, prefix: String) async throws -> [Double] {
         var latencies: [Double] = []
-        latencies.reserveCapacity(samples)
-        for index in 0..<samples {
+        latencies.reserveCapacity(quietRequests)
+        for index in 0..<quietRequests {
             let begin = ContinuousClock.now
             let outcome = try await client.createBatch(zone: "quiet", prefix: prefix, range: index..<(index + 1))
             latencies.append((ContinuousClock.now - begin).seconds * 1000)
