@@ -37,9 +37,9 @@ public struct ThrottleLimits: Sendable, Equatable {
         self.addressBurst = addressBurst
     }
 
-    /// The defaults of a server started without `--throttle-*` flags: far above what one
-    /// client of the benchmarks sends (`nimbus-bench write` peaks near 3 000 requests/s from
-    /// one user), so that only a runaway client meets them.
+    /// The defaults of a server started without `--throttle-*` flags: chosen far above the
+    /// request rates of one benchmark client (docs/THROTTLING.md), so that only a runaway
+    /// client meets them.
     public static let serverDefaults = ThrottleLimits(
         userRate: 5_000, userBurst: 10_000, tokenRate: 20_000, tokenBurst: 40_000, addressRate: 10_000,
         addressBurst: 20_000)
