@@ -731,9 +731,13 @@ func processCPUSeconds() -> Double {
 /// The benches under `nimbus-bench`: the push bench's devices read raw Linux sockets (epoll,
 /// kernel receive timestamps), so it exists on Linux only.
 #if os(Linux)
-let benchSubcommands: [any ParsableCommand.Type] = [SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self]
+let benchSubcommands: [any ParsableCommand.Type] = [
+    SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
+]
 #else
-let benchSubcommands: [any ParsableCommand.Type] = [SyncBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self]
+let benchSubcommands: [any ParsableCommand.Type] = [
+    SyncBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
+]
 #endif
 
 extension Duration {

@@ -81,6 +81,7 @@ extension PostgresStore {
         sessionsMigration,
         identityLoginsMigration,
         operatorsMigration,
+        throttleSettingsMigration,
         traceSpansMigration,
     ]
 

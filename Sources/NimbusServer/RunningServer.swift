@@ -116,6 +116,8 @@ public final class RunningServer: Sendable {
         responder.statistics = statistics
         responder.tracer = tracer
         responder.metrics = metrics
+        let throttle = RequestThrottle(settings: configuration.throttle, store: store, clock: configuration.clock)
+        responder.throttle = throttle
         var endpoint: MetricsEndpoint?
         if let registry, let metrics {
             endpoint = MetricsEndpoint(
@@ -127,7 +129,7 @@ public final class RunningServer: Sendable {
         var transfer = AssetTransfer(
             metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, quota: uploadQuota)
         transfer.metrics = metrics
-        AssetRoutes.add(to: router, transfer: transfer, clock: configuration.clock)
+        AssetRoutes.add(to: router, transfer: transfer, clock: configuration.clock, throttle: throttle)
         let pushChannel = PushChannel(
             hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger,
             clock: configuration.clock)

@@ -35,6 +35,8 @@ public struct ServerConfiguration: Sendable {
     public var userQuotaBytes: Int64?
     /// Sessions and built-in accounts: idle expiry, password hashing, throttling, mail.
     public var signIn = SignInSettings()
+    /// Rate limits and fairness of the API (docs/THROTTLING.md).
+    public var throttle = ThrottleSettings()
     /// The most bytes a container's public database may hold, in each environment (records'
     /// fields plus the assets they reference, counted as for ``userQuotaBytes``); `nil`: no
     /// quota. Over it, saves to the public database fail with QUOTA_EXCEEDED and write

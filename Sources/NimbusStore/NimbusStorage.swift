@@ -9,7 +9,7 @@ import NimbusProtocol
 /// PostgreSQL database). The server and the `nimbus` CLI only ever talk to this protocol.
 public protocol NimbusStorage:
     RecordStore, NotificationStore, AccountStore, SessionStore, SignInStore, IdentityLoginStore, AccountDeletionStore,
-    SchemaStore, AssetMetadataStore, UsageStore, OperatorStore, TraceStore
+    SchemaStore, AssetMetadataStore, UsageStore, OperatorStore, ThrottleStore, TraceStore
 {
     /// A short name of the engine for logs and benchmark tables (`sqlite`, `postgres`).
     var engineName: String { get }

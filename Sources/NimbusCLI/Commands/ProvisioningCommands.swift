@@ -40,8 +40,8 @@ func tokenJSON(_ token: IssuedToken) -> JSON {
 
 struct ContainerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "container", abstract: "Create, list and show containers; set how users sign in.",
-        subcommands: [Create.self, List.self, Show.self, SetSignIn.self, Issuer.self])
+        commandName: "container", abstract: "Create, list and show containers; set how users sign in and how fast they may send requests.",
+        subcommands: [Create.self, List.self, Show.self, SetSignIn.self, Issuer.self, Throttle.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a container and print its API token.")

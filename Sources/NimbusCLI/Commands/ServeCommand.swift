@@ -102,6 +102,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Days to keep trace spans.")
     var traceRetentionDays: Double = 7
 
+    @OptionGroup(title: "Throttling") var throttle: ThrottleOptions
+
     func validate() throws {
         guard (0...1).contains(traceSample) else { throw ValidationError("--trace-sample must be within 0 and 1, got \(traceSample)") }
         guard traceRetentionDays > 0, traceRetentionDays <= 3650 else {
@@ -185,6 +187,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.tracing.enabled = tracing
         configuration.tracing.sampleUntraced = traceSample
         configuration.tracing.retention = .milliseconds(Int64(traceRetentionDays * 86_400_000))
+        configuration.throttle = try throttle.settings()
         configuration.routeExtensions = [Dashboard()]
         configuration.logTail = tail
         configuration.metrics = MetricsSettings(

@@ -30,6 +30,8 @@ struct APIResponder: Sendable {
     var tracer: NimbusTracer? = nil
     /// Where unexpected (non-CloudKit) errors are counted (`nil`: metrics off).
     var metrics: ServerMetrics? = nil
+    /// Rate limits and in-flight caps (`nil`: none).
+    var throttle: RequestThrottle? = nil
 
     static let deviceHeader = HTTPField.Name("X-Nimbus-Device-ID")!
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
@@ -123,6 +125,8 @@ struct APIResponder: Sendable {
             signatureDate: request.headers[Self.dateHeader],
             signature: request.headers[Self.signatureHeader],
             deviceID: request.headers[Self.deviceHeader] ?? query.get("deviceID").map { String($0) })
+        // Throttled by address before authentication (cheap), by user and token right after.
+        try await throttle?.checkAddress(PeerAddress.current, container: container, environment: environment)
         let pending: Authenticator.Pending
         do {
             pending = try await authenticator.authenticateHead(
@@ -131,6 +135,10 @@ struct APIResponder: Sendable {
             error.redirectURL = await signInURL(error, request: request)
             throw error
         }
+        let permit = try await throttle?.admit(
+            container: container, environment: environment, user: pending.identity.user?.recordName,
+            token: credentials.apiToken ?? pending.identity.serverKeyID, address: PeerAddress.current)
+        defer { permit?.release() }
         let bodyBytes = try await Self.collectBody(request, limit: limit, operation: operation)
         let identity = try pending.verified(body: bodyBytes)
 
@@ -211,7 +219,9 @@ struct APIResponder: Sendable {
     }
 
     static func errorResponse(_ error: CloudKitError) -> Response {
-        jsonResponse(error.wireJSON(uuid: newUUID()), status: HTTPResponse.Status(code: error.code.httpStatus))
+        var response = jsonResponse(error.wireJSON(uuid: newUUID()), status: HTTPResponse.Status(code: error.code.httpStatus))
+        if let retryAfter = error.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        return response
     }
 
     /// The `uuid` of an error body: the request's ID (``RequestID/current``), so that a

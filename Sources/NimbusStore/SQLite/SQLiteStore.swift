@@ -177,6 +177,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v9-sessions") { db in try migrateV9Sessions(db, now: clock.nowMillis()) }
         migrator.registerMigration("v10-identity-logins", migrate: migrateV10IdentityLogins)
         migrator.registerMigration("v11-operators", migrate: migrateV11Operators)
+        migrator.registerMigration("v12-throttle-settings", migrate: migrateV12ThrottleSettings)
         migrator.registerMigration("v13-trace-spans", migrate: migrateV13TraceSpans)
         return migrator
     }

@@ -1,0 +1,245 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+
+/// `nimbus-bench fairness`: how much one user's flood slows another user's requests.
+///
+/// Starts an embedded server (a fresh SQLite directory, or a fresh PostgreSQL schema with
+/// `--postgres-url`) with two users. The quiet user sends `--quiet-requests` single-record
+/// `records/modify` requests one after another, first alone (idle), then beside the flooder,
+/// who sends `records/modify` requests of `--flood-batch` records on `--flood-connections`
+/// connections as fast as the server answers. Reports both latency distributions, the
+/// ratio of the p99s (target: ≤ 2), and what the flooder got: requests answered, records
+/// written, requests refused THROTTLED. Server and clients share this machine's cores.
+struct FairnessBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fairness",
+        abstract: "Measure a user's single-record modify latency beside another user's flood (build with -c release).")
+
+    @Option(name: .long, help: "Run on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
+    var postgresURL: String?
+    // Not `--samples`: the parent command's option of that name would take it.
+    @Option(name: .long, help: "Single-record modifies the quiet user times, idle and beside the flood.")
+    var quietRequests = 2_000
+    @Option(name: .long, help: "Concurrent connections of the flooding user.")
+    var floodConnections = 16
+    @Option(name: .long, help: "Records per records/modify request of the flooding user (1...200).")
+    var floodBatch = 20
+    @Option(name: .long, help: "The server's cap on one user's requests running at once (0: none).")
+    var userInFlight = ThrottleSettings().userInFlight
+    @Flag(name: .long, help: "Run the server with throttling off (rate limits and in-flight caps), for comparison.")
+    var noThrottle = false
+    @Flag(name: .long, help: "Print the results as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard quietRequests >= 100 else { throw ValidationError("--quiet-requests must be at least 100") }
+        guard floodConnections >= 1 else { throw ValidationError("--flood-connections must be positive") }
+        guard (1...200).contains(floodBatch) else { throw ValidationError("--flood-batch must be within 1...200") }
+        guard userInFlight >= 0 else { throw ValidationError("--user-in-flight must be 0 (no cap) or more") }
+    }
+
+    func run() async throws {
+        #if DEBUG
+        FileHandle.standardError.write(Data("warning: this is a debug build; measure with `swift build -c release`\n".utf8))
+        #endif
+        MallocTuning.apply()
+        let runID = String(UUID().uuidString.prefix(8)).lowercased()
+        var logger = Logger(label: "nimbus")
+        logger.logLevel = .warning
+        var configuration = ServerConfiguration(port: 0)
+        if let postgresURL {
+            configuration.storage = .postgres(url: postgresURL, schema: "nimbus_bench_\(runID)")
+        } else {
+            configuration.storage = .sqlite(
+                directory: FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-fair-\(runID)").path)
+        }
+        configuration.throttle.enabled = !noThrottle
+        configuration.throttle.userInFlight = userInFlight
+        let server = try await RunningServer.start(configuration, logger: logger)
+        let quietHTTP = HTTPClient(eventLoopGroupProvider: .singleton)
+        var floodConfiguration = HTTPClient.Configuration()
+        floodConfiguration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: floodConnections)
+        let floodHTTP = HTTPClient(eventLoopGroupProvider: .singleton, configuration: floodConfiguration)
+        let report: FairnessReport
+        do {
+            report = try await measure(server: server, quietHTTP: quietHTTP, floodHTTP: floodHTTP, runID: runID)
+        } catch {
+            try? await quietHTTP.shutdown()
+            try? await floodHTTP.shutdown()
+            try? await server.stop()
+            try? await configuration.storage.removeAll(logger: logger)
+            throw error
+        }
+        try await quietHTTP.shutdown()
+        try await floodHTTP.shutdown()
+        try await server.stop()
+        try await configuration.storage.removeAll(logger: logger)
+        let machine = MachineInfo.current()
+        let engine = postgresURL == nil ? "sqlite" : "postgres"
+        if json {
+            print(JSON.object(["machine": machine.json, "engine": .string(engine), "fairness": report.json]).serialized())
+        } else {
+            print("Nimbus fairness bench — \(machine.summary)")
+            print("engine: \(engine); throttling \(noThrottle ? "off" : "on, user in-flight cap \(userInFlight)"); "
+                + "load average at the end: \(machine.loadAverage)")
+            print(report.text)
+        }
+        fflush(nil)
+    }
+
+    private func measure(server: RunningServer, quietHTTP: HTTPClient, floodHTTP: HTTPClient, runID: String)
+        async throws -> FairnessReport
+    {
+        let credentials = try await BenchCommand.provision(server.store, runID: runID)
+        let flooderToken = try await server.store.createUser(
+            name: "flood-\(runID)", email: nil, firstName: "Flood", lastName: nil, container: credentials.container)
+        var flooderCredentials = credentials
+        flooderCredentials.webAuthToken = flooderToken.token
+        let quiet = BenchClient(http: quietHTTP, baseURL: server.baseURL, credentials: credentials)
+        let flooder = BenchClient(http: floodHTTP, baseURL: server.baseURL, credentials: flooderCredentials)
+        try await quiet.createZone("quiet")
+        try await flooder.createZone("flood")
+        for index in 0..<200 {  // warm up
+            _ = try await quiet.createBatch(zone: "quiet", prefix: "warm", range: index..<(index + 1))
+        }
+        let idle = try await latencies(quiet, prefix: "idle")
+
+        let stop = NIOLockedValueBox(false)
+        let tally = NIOLockedValueBox(FloodTally())
+        let batch = floodBatch
+        let connections = floodConnections
+        let flood = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for connection in 0..<connections {
+                    group.addTask {
+                        var index = 0
+                        while !stop.withLockedValue({ $0 }) {
+                            let range = index..<(index + batch)
+                            index += batch
+                            let body = BenchClient.createBody(zone: "flood", prefix: "f\(connection)-", range: range)
+                            let (status, _) = try await flooder.post("records/modify", body)
+                            tally.withLockedValue { $0.count(status: status, records: batch) }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        // Let the flood reach its pace before timing.
+        while tally.withLockedValue({ $0.answered }) < connections * 10 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let busyStart = ContinuousClock.now
+        let startTally = tally.withLockedValue { $0 }
+        let busy = try await latencies(quiet, prefix: "busy")
+        let busySeconds = (ContinuousClock.now - busyStart).seconds
+        let endTally = tally.withLockedValue { $0 }
+        stop.withLockedValue { $0 = true }
+        try await flood.value
+        return FairnessReport(
+            idle: idle, busy: busy, floodSeconds: busySeconds, flood: endTally.minus(startTally),
+            floodConnections: floodConnections, floodBatch: floodBatch)
+    }
+
+    /// `quietRequests` single-record modifies one after another, in milliseconds, sorted.
+    private func latencies(_ client: BenchClient, prefix: String) async throws -> [Double] {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(quietRequests)
+        for index in 0..<quietRequests {
+            let begin = ContinuousClock.now
+            let outcome = try await client.createBatch(zone: "quiet", prefix: prefix, range: index..<(index + 1))
+            latencies.append((ContinuousClock.now - begin).seconds * 1000)
+            guard outcome.failed == 0 else {
+                throw BenchError("the quiet user's modify failed: \(outcome.firstError ?? "?")")
+            }
+        }
+        return latencies.sorted()
+    }
+}
+
+/// What the flooder's requests got.
+struct FloodTally: Sendable {
+    var answered = 0
+    var ok = 0
+    var throttled = 0
+    var other = 0
+    var records = 0
+
+    mutating func count(status: Int, records: Int) {
+        answered += 1
+        switch status {
+        case 200:
+            ok += 1
+            self.records += records
+        case 429: throttled += 1
+        default: other += 1
+        }
+    }
+
+    func minus(_ earlier: FloodTally) -> FloodTally {
+        FloodTally(
+            answered: answered - earlier.answered, ok: ok - earlier.ok, throttled: throttled - earlier.throttled,
+            other: other - earlier.other, records: records - earlier.records)
+    }
+}
+
+struct FairnessReport: Sendable {
+    var idle: [Double]
+    var busy: [Double]
+    var floodSeconds: Double
+    var flood: FloodTally
+    var floodConnections: Int
+    var floodBatch: Int
+
+    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+        sorted[min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))]
+    }
+
+    var ratio: Double { Self.percentile(busy, 99) / Self.percentile(idle, 99) }
+
+    var text: String {
+        func line(_ name: String, _ values: [Double]) -> String {
+            let f = { BenchResult.format($0, 3) }
+            return "  \(name)  p50 \(f(Self.percentile(values, 50)))  p90 \(f(Self.percentile(values, 90)))  "
+                + "p99 \(f(Self.percentile(values, 99)))  max \(f(values.last ?? 0))  ms (\(values.count) requests)"
+        }
+        let verdict = ratio <= 2 ? "met" : "MISSED"
+        return """
+            quiet user's single-record modify:
+            \(line("idle        ", idle))
+            \(line("beside flood", busy))
+              p99 beside the flood / idle p99: \(BenchResult.format(ratio, 2))×  (target ≤ 2×: \(verdict))
+            flooder (\(floodConnections) connections, \(floodBatch) records/request) while the quiet user was timed:
+              \(flood.answered) requests in \(BenchResult.format(floodSeconds, 2)) s \
+            (\(Int((Double(flood.answered) / floodSeconds).rounded())) requests/s, \
+            \(Int((Double(flood.records) / floodSeconds).rounded())) records/s); \
+            \(flood.throttled) THROTTLED, \(flood.other) other errors
+            """
+    }
+
+    var json: JSON {
+        func summary(_ values: [Double]) -> JSON {
+            .object([
+                "p50": .double(Self.percentile(values, 50)), "p90": .double(Self.percentile(values, 90)),
+                "p99": .double(Self.percentile(values, 99)), "max": .double(values.last ?? 0),
+                "requests": .int(values.count),
+            ])
+        }
+        return .object([
+            "idleMillis": summary(idle), "besideFloodMillis": summary(busy), "p99Ratio": .double(ratio),
+            "flood": .object([
+                "connections": .int(floodConnections), "batch": .int(floodBatch), "seconds": .double(floodSeconds),
+                "requests": .int(flood.answered), "ok": .int(flood.ok), "throttled": .int(flood.throttled),
+                "otherErrors": .int(flood.other), "records": .int(flood.records),
+            ]),
+        ])
+    }
+}

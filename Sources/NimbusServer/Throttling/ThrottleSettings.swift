@@ -1,0 +1,33 @@
+import NimbusStore
+
+/// How the server throttles the CloudKit API and asset transfers (`nimbus serve --throttle-*`,
+/// see docs/THROTTLING.md): token buckets per signed-in user, per API token or
+/// server-to-server key and per client address, and caps on the requests of one user and of
+/// one address that run at once.
+///
+/// ```swift
+/// var configuration = ServerConfiguration(port: 0, dataDirectory: dir)
+/// configuration.throttle.defaults.userRate = 50       // requests/s per user, unless the container says otherwise
+/// configuration.throttle.userInFlight = 2
+/// configuration.throttle.enabled = false              // or: no throttling at all
+/// ```
+public struct ThrottleSettings: Sendable {
+    /// Off: no request is ever refused THROTTLED by these limits (sign-in throttling stays).
+    public var enabled = true
+    /// The limits of a container environment that sets none of its own
+    /// (`nimbus container throttle`); every member is set.
+    public var defaults = ThrottleLimits.serverDefaults
+    /// Requests of one signed-in user run at once; more wait in order (0: no cap).
+    public var userInFlight = 4
+    /// Requests from one client address run at once; more wait in order (0: no cap).
+    public var addressInFlight = 64
+    /// Requests of one user or address that may wait for a place; one more is THROTTLED.
+    public var maxWaiting = 256
+    /// The most token buckets of each kind (users, tokens, addresses) held in memory.
+    public var maxKeys = 100_000
+    /// How long a container's stored limits are used before they are read again: a change
+    /// made with `nimbus container throttle` applies on every node within this time.
+    public var settingsRefresh: Duration = .seconds(5)
+
+    public init() {}
+}

@@ -1,0 +1,71 @@
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+import Testing
+
+/// The throttle's memory stays bounded whatever keys clients send, and the in-flight cap
+/// queues a user's extra requests in order.
+@Suite struct ThrottleMemoryTests {
+    /// A store that knows no container: every container uses the server's defaults.
+    struct NoSettings: ThrottleStore {
+        func throttleLimits(container: String, environment: ContainerEnvironment) async throws -> ThrottleLimits {
+            throw AccountError("no container \(container)")
+        }
+        func setThrottleLimits(_ limits: ThrottleLimits, container: String, environment: ContainerEnvironment) async throws {}
+    }
+
+    /// Alice's requests running and waiting.
+    static func load(_ limiter: InFlightLimiter) -> [Int] {
+        let load = limiter.load("alice")
+        return [load.running, load.waiting]
+    }
+
+    @Test func bucketsStayBoundedWhateverAddressesClientsSend() async throws {
+        let clock = ManualWallClock(millis: 1_800_000_000_000)
+        var settings = ThrottleSettings()
+        settings.maxKeys = 64
+        settings.defaults.addressRate = 1
+        settings.defaults.addressBurst = 1
+        let throttle = RequestThrottle(settings: settings, store: NoSettings(), clock: clock.wallClock)
+        for index in 0..<10_000 {
+            try await throttle.checkAddress("10.0.\(index / 256).\(index % 256)", container: "c", environment: .development)
+            #expect(throttle.bucketCount <= 64)
+        }
+        // The most recent address is remembered: its next request is refused.
+        await #expect(throws: CloudKitError.self) {
+            try await throttle.checkAddress("10.0.39.15", container: "c", environment: .development)
+        }
+    }
+
+    @Test func aUsersRequestsBeyondTheCapWaitInOrderAndTheQueueIsBounded() async throws {
+        let limiter = InFlightLimiter()
+        try await limiter.acquire("alice", limit: 1, maxWaiting: 1, what: "this user")
+        let second = Task { try await limiter.acquire("alice", limit: 1, maxWaiting: 1, what: "this user") }
+        for _ in 0..<10_000 where limiter.load("alice").waiting == 0 { await Task.yield() }
+        #expect(Self.load(limiter) == [1, 1])
+        // A third request finds the queue full.
+        await #expect(throws: CloudKitError.self) {
+            try await limiter.acquire("alice", limit: 1, maxWaiting: 1, what: "this user")
+        }
+        // Another user is not held up.
+        try await limiter.acquire("bob", limit: 1, maxWaiting: 1, what: "this user")
+        limiter.release("bob")
+        limiter.release("alice")
+        try await second.value
+        #expect(Self.load(limiter) == [1, 0])
+        limiter.release("alice")
+        #expect(Self.load(limiter) == [0, 0])
+    }
+
+    @Test func aCancelledWaiterGivesUpItsTurn() async throws {
+        let limiter = InFlightLimiter()
+        try await limiter.acquire("alice", limit: 1, maxWaiting: 4, what: "this user")
+        let waiter = Task { try await limiter.acquire("alice", limit: 1, maxWaiting: 4, what: "this user") }
+        for _ in 0..<10_000 where limiter.load("alice").waiting == 0 { await Task.yield() }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        #expect(Self.load(limiter) == [1, 0])
+        limiter.release("alice")
+        #expect(Self.load(limiter) == [0, 0])
+    }
+}
