@@ -1,9 +1,24 @@
+import Foundation
 import GRDB
 
 extension SQLiteStore: TraceStore {
-    /// Schema v13 ("v13-trace-spans"): the spans of traced changes, and which records each
-    /// trace touched.
-    static func migrateV13TraceSpans(_ db: Database) throws {
+    /// The trace file of the store at `path`: `nimbus.sqlite` → `nimbus-traces.sqlite`. Spans
+    /// are diagnostics: written without waiting for the disk (`synchronous = OFF`), so a power
+    /// cut may lose the last ones, never a record.
+    static func openTraces(besides path: String) throws -> DatabasePool {
+        let base = (path as NSString).deletingPathExtension
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
+        let traces = try DatabasePool(path: base + "-traces.sqlite", configuration: configuration)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-trace-spans", migrate: migrateTraceSpans)
+        try migrator.migrate(traces)
+        return traces
+    }
+
+    /// The trace file's schema: the spans of traced changes, and which records each trace touched.
+    static func migrateTraceSpans(_ db: Database) throws {
         try db.execute(
             sql: """
                 CREATE TABLE trace_spans (
@@ -34,7 +49,7 @@ extension SQLiteStore: TraceStore {
 
     public func appendTraceSpans(_ spans: [TraceSpan]) async throws {
         guard !spans.isEmpty else { return }
-        try await pool.write { db in
+        try await traces.write { db in
             let span = try db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO trace_spans (trace_id, span_id, parent_span_id, name, source, start_us, end_us,
@@ -59,7 +74,7 @@ extension SQLiteStore: TraceStore {
     }
 
     public func traceSpans(traceID: String) async throws -> [TraceSpan] {
-        try await pool.read { db in
+        try await traces.read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -79,7 +94,7 @@ extension SQLiteStore: TraceStore {
     }
 
     public func traceIDs(touchingRecord recordName: String, limit: Int) async throws -> [String] {
-        try await pool.read { db in
+        try await traces.read { db in
             try String.fetchAll(
                 db, sql: "SELECT trace_id FROM trace_records WHERE record_name = ? ORDER BY at_us DESC LIMIT ?",
                 arguments: [recordName, limit])
@@ -88,7 +103,7 @@ extension SQLiteStore: TraceStore {
 
     @discardableResult
     public func pruneTraceSpans(endedBefore micros: Int64) async throws -> Int {
-        try await pool.write { db in
+        try await traces.write { db in
             try db.execute(sql: "DELETE FROM trace_spans WHERE end_us < ?", arguments: [micros])
             let count = db.changesCount
             try db.execute(sql: "DELETE FROM trace_records WHERE at_us < ?", arguments: [micros])

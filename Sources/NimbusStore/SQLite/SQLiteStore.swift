@@ -14,6 +14,9 @@ import NimbusProtocol
 public final class SQLiteStore: Sendable {
     /// The GRDB pool; `DatabasePool` is `Sendable`.
     let pool: DatabasePool
+    /// The spans of traced changes, in a file of their own beside the store's
+    /// (`nimbus-traces.sqlite`): writing them never waits for, nor holds up, a record write.
+    let traces: DatabasePool
     public let path: String
     /// Sync tokens, signed with the secret kept in the file.
     public let changeTokens: ChangeTokens
@@ -52,6 +55,7 @@ public final class SQLiteStore: Sendable {
             secret: try Self.changeTokenSecret(
                 pool, candidate: ChangeTokens.newSecret(using: &random), now: clock.nowMillis()))
         self.pool = pool
+        self.traces = try Self.openTraces(besides: path)
     }
 
     /// Opens the store in a data directory (`DIR/nimbus.sqlite`), creating the directory.
@@ -65,6 +69,7 @@ public final class SQLiteStore: Sendable {
     /// Closes the database files. Further use throws.
     public func close() throws {
         try pool.close()
+        try traces.close()
     }
 
     static var migrator: DatabaseMigrator { migrator(clock: .system) }
@@ -178,7 +183,6 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v10-identity-logins", migrate: migrateV10IdentityLogins)
         migrator.registerMigration("v11-operators", migrate: migrateV11Operators)
         migrator.registerMigration("v12-throttle-settings", migrate: migrateV12ThrottleSettings)
-        migrator.registerMigration("v13-trace-spans", migrate: migrateV13TraceSpans)
         return migrator
     }
 }
