@@ -10,25 +10,11 @@ final class LineRecorder: Sendable {
 
     /// A logger at `level` writing here.
     func logger(level: Logger.Level = .trace) -> Logger {
-        var logger = Logger(label: "nimbus-test-recorder") { _ in Handler(recorder: self) }
+        let lines = self.lines
+        var logger = Logger(label: "nimbus-test-recorder") { _ in
+            LineLogHandler { line in lines.withLockedValue { $0.append(line) } }
+        }
         logger.logLevel = level
         return logger
-    }
-
-    private struct Handler: LogHandler {
-        let recorder: LineRecorder
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }
-            let line = "\(event.level): \(event.message)" + fields.map { " \($0.key)=\($0.value)" }.joined()
-            recorder.lines.withLockedValue { $0.append(line) }
-        }
     }
 }

@@ -10,7 +10,7 @@ struct LogCapture: Sendable {
     init(level: Logger.Level = .info) {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         self.messages = stream
-        var logger = Logger(label: "nimbus-test-capture") { _ in Handler(continuation: continuation) }
+        var logger = Logger(label: "nimbus-test-capture") { _ in LineLogHandler { continuation.yield($0) } }
         logger.logLevel = level
         self.logger = logger
     }
@@ -32,23 +32,6 @@ struct LogCapture: Sendable {
             defer { group.cancelAll() }
             guard let message = try await group.next() else { throw TestTimeout("no log message") }
             return message
-        }
-    }
-
-    private struct Handler: LogHandler {
-        let continuation: AsyncStream<String>.Continuation
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }
-            continuation.yield(
-                "\(event.level): \(event.message)" + fields.map { " \($0.key)=\($0.value)" }.joined())
         }
     }
 }
