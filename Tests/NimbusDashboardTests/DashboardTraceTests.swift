@@ -94,6 +94,31 @@ struct DashboardTraceTests {
         }
     }
 
+    @Test("record names of private data are hidden unless the container lets operators read it")
+    func privateRecordNamesAreHidden() async throws {
+        try await DashboardServer.with { server, browser in
+            let token = try await server.userToken("alice")
+            let trace = RequestTrace.random()
+            let commits = server.server.traces.spans { $0.name == "commit" && $0.traceID == trace.traceID }
+            let database = Self.container(server, webToken: token).privateCloudDatabase
+            try await RequestTrace.$current.withValue(trace) {
+                _ = try await database.save(Record(recordType: "Diary", recordID: .init(recordName: "secret-entry")))
+            }
+            _ = try #require(try await first(commits))
+            await server.server.traces.flush()
+            try await browser.signIn()
+
+            let hidden = try await browser.get("/dashboard/traces?q=\(trace.traceID)")
+            #expect(hidden.status == 200)
+            #expect(hidden.body.contains("<strong>records/modify</strong>"), "the hops stay")
+            #expect(!hidden.body.contains("secret-entry"), "\(hidden.body)")
+
+            try await server.server.store.setOperatorsMayReadPrivateData(true, container: DashboardServer.container)
+            let shown = try await browser.get("/dashboard/traces?q=\(trace.traceID)")
+            #expect(shown.body.contains("secret-entry"))
+        }
+    }
+
     @Test("hostile record names, messages and attributes are shown as text")
     func escaping() async throws {
         try await DashboardServer.with { server, browser in

@@ -77,12 +77,39 @@ enum TracePage {
             recordName = name
             (view, recent) = try await latest(touching: name, store: store)
         }
+        view = try await Self.hidingPrivateNames(view, store: store)
+        recent = try await recent.asyncMap { try await Self.hidingPrivateNames($0, store: store) }
         values["title"] = view.traceID.map { "Trace \($0)" } ?? "Traces"
         values.merge(Self.values(of: view)) { $1 }
         values["recordName"] = recordName
         values["hasRecent"] = !recent.isEmpty
         values["recent"] = recent.map { Self.summary($0, selected: $0.traceID == view.traceID) }
         return context.render("traces", values)
+    }
+
+    /// The view with the record names and messages of hops in a private or shared database
+    /// left out where the container keeps operators out of users' private data (the container
+    /// page's switch): hops, codes and times stay.
+    static func hidingPrivateNames(_ view: TraceView, store: any NimbusStorage) async throws -> TraceView {
+        var allowed: [String: Bool] = [:]
+        var own: [TraceSpan] = []
+        var later: [TraceSpan] = []
+        for hop in view.hops {
+            var span = hop.span
+            let database = span.attributes["database"]
+            if let container = span.attributes["container"], database == "private" || database == "shared" {
+                if allowed[container] == nil {
+                    allowed[container] = (try? await store.operatorsMayReadPrivateData(container: container)) ?? false
+                }
+                if allowed[container] == false, !span.recordNames.isEmpty || span.message != nil {
+                    span.recordNames = []
+                    span.message = span.message.map { _ in "(hidden: this container keeps operators out of private data)" }
+                    span.attributes["refused"] = nil
+                }
+            }
+            if hop.fromLaterTrace { later.append(span) } else { own.append(span) }
+        }
+        return TraceView(spans: own, later: later)
     }
 
     /// The record's latest traces, newest first, and the one to show: the newest that wrote
@@ -145,5 +172,15 @@ enum TracePage {
             "firstHop": first.map { "\($0.name) · \($0.source)" } ?? "",
             "stop": view.stop.rawValue,
         ]
+    }
+}
+
+extension Array {
+    /// The elements transformed one after another by an async function.
+    fileprivate func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        results.reserveCapacity(count)
+        for element in self { results.append(try await transform(element)) }
+        return results
     }
 }

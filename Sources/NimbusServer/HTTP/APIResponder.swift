@@ -103,6 +103,12 @@ struct APIResponder: Sendable {
             operationPath = parts[5...].joined(separator: "/")
             scope = APIOperation(rawValue: operationPath)?.isAccountEntry == true ? .public : pathScope
         }
+        // Which data a traced request touched: the dashboard hides record names of private
+        // databases from operators who may not read them.
+        ServiceContext.currentSpan?.update {
+            $0["container"] = container
+            $0["database"] = scope.rawValue
+        }
         guard let operation = APIOperation(rawValue: operationPath) else {
             throw CloudKitError(.notFound, "no such operation: \(operationPath)")
         }

@@ -1,4 +1,5 @@
 import NIOCore
+import NimbusProtocol
 import NimbusStore
 
 /// Delivers committed notifications to the connected devices of their recipients and wakes
@@ -146,6 +147,7 @@ public actor PushHub {
         var attributes = [
             "user": notification.recipient.userRecordName, "subscription": notification.subscriptionID,
             "notification": notification.notificationID, "devices": String(devices.count),
+            "container": notification.recipient.container, "database": notification.scope.rawValue,
         ]
         if !devices.isEmpty { attributes["sent_to"] = devices.sorted().joined(separator: ", ") }
         if couriers > 0 { attributes["web_couriers"] = String(couriers) }

@@ -38,8 +38,12 @@ extension CloudKitAPI {
         let source = "device \(caller.deviceID ?? "(no device ID)")"
         var spans: [TraceSpan] = []
         for reader in readers {
-            let span = try Self.reportedSpan(reader, source: source, user: caller.userRecordName)
-            if let span { spans.append(span) }
+            guard var span = try Self.reportedSpan(reader, source: source, user: caller.userRecordName) else { continue }
+            // The database the report was addressed to (the SDK sends it to the one it synced),
+            // so the dashboard knows whose data the hop names.
+            span.attributes["container"] = call.database.container
+            span.attributes["database"] = call.database.scope.rawValue
+            spans.append(span)
         }
         guard let tracer, tracer.settings.enabled else { return .object(["accepted": 0]) }
         for span in spans { tracer.journal.record(span) }

@@ -28,6 +28,10 @@ struct ModifyTrace {
         }
         // The request span names the records; the commit is found through its trace.
         commit = tracer.startSpan("commit", context: request.context, ofKind: .internal)
+        commit.update {
+            $0["container"] = database.container
+            $0["database"] = database.scope.rawValue
+        }
     }
 
     /// The transaction failed as a whole (a conflict in an atomic batch, the store).
