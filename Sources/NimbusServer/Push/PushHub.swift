@@ -1,6 +1,7 @@
 import NIOCore
 import NimbusProtocol
 import NimbusStore
+import W3CTraceContext
 
 /// Delivers committed notifications to the connected devices of their recipients and wakes
 /// the web couriers waiting for them.
@@ -119,6 +120,11 @@ public actor PushHub {
         recent.append(contentsOf: notifications.suffix(recentLimit))
         if recent.count > 2 * recentLimit { recent.removeFirst(recent.count - recentLimit) }
         for notification in notifications {
+            // Only a traced write's notifications carry a trace: the others pay for no device list.
+            let trace = tracer.flatMap { tracer in
+                tracer.settings.enabled
+                    ? PayloadTraceParent.traceContext(inPayload: notification.payload).map { (tracer, $0) } : nil
+            }
             var sent: [String] = []
             if let connections = devices[notification.recipient] {
                 let frame = PushFrame(sequence: notification.sequence, payload: notification.payload)
@@ -127,7 +133,7 @@ public actor PushHub {
                         connection.skip(through: notification.sequence)
                     } else {
                         connection.enqueue(frame, into: &batch)
-                        if tracer != nil { sent.append(connection.deviceID) }
+                        if trace != nil { sent.append(connection.deviceID) }
                         pushed += 1
                     }
                 }
@@ -136,14 +142,17 @@ public actor PushHub {
             if let waiting {
                 for signal in waiting.values { signal.fire() }
             }
-            if let tracer { tracePush(notification, sentTo: sent, couriers: waiting?.count ?? 0, tracer: tracer) }
+            if let (tracer, parent) = trace {
+                tracePush(notification, parent: parent, sentTo: sent, couriers: waiting?.count ?? 0, tracer: tracer)
+            }
         }
     }
 
     /// The `push` hop of a traced notification: which devices it went to, or that none of the
     /// recipient's devices was connected to this node.
-    private func tracePush(_ notification: StoredNotification, sentTo devices: [String], couriers: Int, tracer: NimbusTracer) {
-        guard let parent = PayloadTraceParent.traceContext(inPayload: notification.payload) else { return }
+    private func tracePush(
+        _ notification: StoredNotification, parent: TraceContext, sentTo devices: [String], couriers: Int, tracer: NimbusTracer
+    ) {
         var attributes = [
             "user": notification.recipient.userRecordName, "subscription": notification.subscriptionID,
             "notification": notification.notificationID, "devices": String(devices.count),
