@@ -273,6 +273,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // The fairness bench's quiet client on an event loop of its own.
+                .product(name: "NIOPosix", package: "swift-nio"),
                 // The asset bench checks downloads against the file's SHA-256.
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

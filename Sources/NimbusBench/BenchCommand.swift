@@ -477,6 +477,12 @@ struct BenchClient: Sendable {
     func createBatch(zone: String, prefix: String, range: Range<Int>) async throws -> BatchOutcome {
         let body = Self.createBody(zone: zone, prefix: prefix, range: range)
         let (status, json) = try await post("records/modify", body)
+        return Self.outcome(status: status, json: json, operations: range.count)
+    }
+
+    /// What a `records/modify` answer of `operations` creates says, item by item.
+    static func outcome(status: Int, json: JSON, operations: Int) -> BatchOutcome {
+        let range = 0..<operations
         var outcome = BatchOutcome()
         guard status == 200, let items = json["records"]?.array else {
             outcome.failed = range.count
@@ -746,10 +752,12 @@ func processCPUSeconds() -> Double {
 #if os(Linux)
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
+    FairnessFloodCommand.self,
 ]
 #else
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
+    FairnessFloodCommand.self,
 ]
 #endif
 

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -16,7 +17,9 @@ import NimbusStore
 /// who sends `records/modify` requests of `--flood-batch` records on `--flood-connections`
 /// connections as fast as the server answers. Reports both latency distributions, the
 /// ratio of the p99s (target: ≤ 2), and what the flooder got: requests answered, records
-/// written, requests refused THROTTLED. Server and clients share this machine's cores.
+/// written, requests refused THROTTLED. The flooder runs in a child process
+/// (`nimbus-bench fairness-flood`) unless `--flood-in-process`; server and clients still
+/// share this machine's cores.
 struct FairnessBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fairness",
@@ -31,18 +34,27 @@ struct FairnessBenchCommand: AsyncParsableCommand {
     var floodConnections = 16
     @Option(name: .long, help: "Records per records/modify request of the flooding user (1...200).")
     var floodBatch = 20
+    @Option(name: .long, help: "Pace the flood to about this many requests/s in all (0: as fast as the server answers).")
+    var floodRate: Double = 0
     @Option(name: .long, help: "The server's cap on one user's requests running at once (0: none).")
     var userInFlight = ThrottleSettings().userInFlight
+    @Option(name: .long, help: "The server's cap on one user's requests running at once beside another user's (0: none).")
+    var contendedUserInFlight = ThrottleSettings().contendedUserInFlight
     @Flag(name: .long, help: "Run the server with throttling off (rate limits and in-flight caps), for comparison.")
     var noThrottle = false
+    @Flag(name: .long, help: "Run the flooding client in this process (default: a process of its own, as a device elsewhere).")
+    var floodInProcess = false
     @Flag(name: .long, help: "Print the results as JSON.")
     var json = false
 
     func validate() throws {
         guard quietRequests >= 100 else { throw ValidationError("--quiet-requests must be at least 100") }
+        guard floodRate >= 0 else { throw ValidationError("--flood-rate must be 0 (no pacing) or more") }
         guard floodConnections >= 1 else { throw ValidationError("--flood-connections must be positive") }
         guard (1...200).contains(floodBatch) else { throw ValidationError("--flood-batch must be within 1...200") }
-        guard userInFlight >= 0 else { throw ValidationError("--user-in-flight must be 0 (no cap) or more") }
+        guard userInFlight >= 0, contendedUserInFlight >= 0 else {
+            throw ValidationError("--user-in-flight and --contended-user-in-flight must be 0 (no cap) or more")
+        }
     }
 
     func run() async throws {
@@ -62,8 +74,11 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         }
         configuration.throttle.enabled = !noThrottle
         configuration.throttle.userInFlight = userInFlight
+        configuration.throttle.contendedUserInFlight = contendedUserInFlight
         let server = try await RunningServer.start(configuration, logger: logger)
-        let quietHTTP = HTTPClient(eventLoopGroupProvider: .singleton)
+        // The quiet user's connection on an event loop of its own, not behind the flood's.
+        let quietLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let quietHTTP = HTTPClient(eventLoopGroupProvider: .shared(quietLoop))
         var floodConfiguration = HTTPClient.Configuration()
         floodConfiguration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: floodConnections)
@@ -76,19 +91,21 @@ struct FairnessBenchCommand: AsyncParsableCommand {
             try? await floodHTTP.shutdown()
             try? await server.stop()
             try? await configuration.storage.removeAll(logger: logger)
+            try? await quietLoop.shutdownGracefully()
             throw error
         }
         try await quietHTTP.shutdown()
         try await floodHTTP.shutdown()
         try await server.stop()
         try await configuration.storage.removeAll(logger: logger)
+        try await quietLoop.shutdownGracefully()
         let machine = MachineInfo.current()
         let engine = postgresURL == nil ? "sqlite" : "postgres"
         if json {
             print(JSON.object(["machine": machine.json, "engine": .string(engine), "fairness": report.json]).serialized())
         } else {
             print("Nimbus fairness bench — \(machine.summary)")
-            print("engine: \(engine); throttling \(noThrottle ? "off" : "on, user in-flight cap \(userInFlight)"); "
+            print("engine: \(engine); throttling \(noThrottle ? "off" : "on, user in-flight cap \(userInFlight), \(contendedUserInFlight) beside other users"); "
                 + "load average at the end: \(machine.loadAverage)")
             print(report.text)
         }
@@ -112,45 +129,48 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         }
         let idle = try await latencies(quiet, prefix: "idle")
 
-        let stop = NIOLockedValueBox(false)
-        let tally = NIOLockedValueBox(FloodTally())
-        let batch = floodBatch
-        let connections = floodConnections
-        let flood = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for connection in 0..<connections {
-                    group.addTask {
-                        var index = 0
-                        while !stop.withLockedValue({ $0 }) {
-                            let range = index..<(index + batch)
-                            index += batch
-                            let body = BenchClient.createBody(zone: "flood", prefix: "f\(connection)-", range: range)
-                            let (status, _) = try await flooder.post("records/modify", body)
-                            tally.withLockedValue { $0.count(status: status, records: batch) }
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-        }
+        let flood: any FloodSource =
+            floodInProcess
+            ? InProcessFlood(flooder, connections: floodConnections, batch: floodBatch, rate: floodRate)
+            : try FloodProcess(
+                baseURL: server.baseURL, credentials: flooderCredentials, connections: floodConnections,
+                batch: floodBatch, rate: floodRate)
         // Let the flood reach its pace before timing.
-        while tally.withLockedValue({ $0.answered }) < connections * 10 {
+        while try flood.tally().answered < floodConnections * 10 {
             try await Task.sleep(for: .milliseconds(10))
         }
         let busyStart = ContinuousClock.now
-        let startTally = tally.withLockedValue { $0 }
-        let busy = try await latencies(quiet, prefix: "busy")
+        let startTally = try flood.tally()
+        let busy: [Double]
+        do {
+            busy = try await latencies(quiet, prefix: "busy")
+        } catch {
+            await flood.stop()
+            throw error
+        }
         let busySeconds = (ContinuousClock.now - busyStart).seconds
-        let endTally = tally.withLockedValue { $0 }
-        stop.withLockedValue { $0 = true }
-        try await flood.value
+        let endTally = try flood.tally()
+        await flood.stop()
         return FairnessReport(
             idle: idle, busy: busy, floodSeconds: busySeconds, flood: endTally.minus(startTally),
             floodConnections: floodConnections, floodBatch: floodBatch)
     }
 
     /// `quietRequests` single-record modifies one after another, in milliseconds, sorted.
+    ///
+    /// On Linux they go out on a blocking socket from a thread of their own, timed from the
+    /// request's send to the kernel's arrival stamp of the answer: the server's latency as the
+    /// network sees it, without the wake-ups of this process's task pool, which the embedded
+    /// server keeps busy (a quiet device is elsewhere).
     private func latencies(_ client: BenchClient, prefix: String) async throws -> [Double] {
+        #if os(Linux)
+        let count = quietRequests
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try Self.socketLatencies(client, prefix: prefix, count: count) })
+            }.start()
+        }
+        #else
         var latencies: [Double] = []
         latencies.reserveCapacity(quietRequests)
         for index in 0..<quietRequests {
@@ -162,7 +182,28 @@ struct FairnessBenchCommand: AsyncParsableCommand {
             }
         }
         return latencies.sorted()
+        #endif
     }
+
+    #if os(Linux)
+    private static func socketLatencies(_ client: BenchClient, prefix: String, count: Int) throws -> [Double] {
+        let connection = try BenchHTTPConnection(client.baseURL)
+        let target = String(client.url("records/modify").dropFirst(client.baseURL.count))
+        let headers = [("X-Nimbus-Device-ID", "nimbus-bench")]
+        var latencies: [Double] = []
+        latencies.reserveCapacity(count)
+        for index in 0..<count {
+            let body = BenchClient.createBody(zone: "quiet", prefix: prefix, range: index..<(index + 1))
+            let answer = try connection.post(target, headers: headers, body: body)
+            latencies.append(Double(answer.arrival.kernel - answer.sent) / 1e6)
+            let outcome = BenchClient.outcome(status: answer.status, json: try JSON.parse(answer.body), operations: 1)
+            guard outcome.failed == 0 else {
+                throw BenchError("the quiet user's modify failed: \(outcome.firstError ?? "?")")
+            }
+        }
+        return latencies.sorted()
+    }
+    #endif
 }
 
 /// What the flooder's requests got.
@@ -241,5 +282,36 @@ struct FairnessReport: Sendable {
                 "otherErrors": .int(flood.other), "records": .int(flood.records),
             ]),
         ])
+    }
+}
+
+/// Where the flood runs: asked for its tally, stopped at the end.
+protocol FloodSource: Sendable {
+    func tally() throws -> FloodTally
+    func stop() async
+}
+
+extension FloodProcess: FloodSource {}
+
+/// The flooder in the bench's own process (`--flood-in-process`).
+final class InProcessFlood: FloodSource {
+    private let stopFlag = NIOLockedValueBox(false)
+    private let counts = NIOLockedValueBox(FloodTally())
+    private let task: Task<Void, Never>
+
+    init(_ flooder: BenchClient, connections: Int, batch: Int, rate: Double) {
+        let stopFlag = stopFlag
+        let counts = counts
+        task = Task {
+            await FairnessFlood.run(
+                flooder, connections: connections, batch: batch, rate: rate, stop: stopFlag, tally: counts)
+        }
+    }
+
+    func tally() -> FloodTally { counts.withLockedValue { $0 } }
+
+    func stop() async {
+        stopFlag.withLockedValue { $0 = true }
+        await task.value
     }
 }

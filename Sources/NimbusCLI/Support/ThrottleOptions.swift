@@ -21,6 +21,10 @@ struct ThrottleOptions: ParsableArguments {
     var throttleAddressBurst = ThrottleLimits.serverDefaults.addressBurst ?? 1
     @Option(name: .long, help: "Requests of one user the server runs at once; more wait their turn (0: no cap).")
     var throttleUserInFlight = ThrottleSettings().userInFlight
+    @Option(
+        name: .long,
+        help: "Requests of one user the server runs at once while other users' requests share it (0: the user cap throughout).")
+    var throttleContendedUserInFlight = ThrottleSettings().contendedUserInFlight
     @Option(name: .long, help: "Requests from one address the server runs at once; more wait their turn (0: no cap).")
     var throttleAddressInFlight = ThrottleSettings().addressInFlight
 
@@ -34,10 +38,13 @@ struct ThrottleOptions: ParsableArguments {
             userRate: throttleUserRate, userBurst: throttleUserBurst, tokenRate: throttleTokenRate,
             tokenBurst: throttleTokenBurst, addressRate: throttleAddressRate, addressBurst: throttleAddressBurst)
         if let problem = settings.defaults.problem { throw ValidationError(problem) }
-        guard throttleUserInFlight >= 0, throttleAddressInFlight >= 0 else {
-            throw ValidationError("--throttle-user-in-flight and --throttle-address-in-flight must be 0 (no cap) or more")
+        guard throttleUserInFlight >= 0, throttleAddressInFlight >= 0, throttleContendedUserInFlight >= 0 else {
+            throw ValidationError(
+                "--throttle-user-in-flight, --throttle-contended-user-in-flight and --throttle-address-in-flight "
+                    + "must be 0 (no cap) or more")
         }
         settings.userInFlight = throttleUserInFlight
+        settings.contendedUserInFlight = throttleContendedUserInFlight
         settings.addressInFlight = throttleAddressInFlight
         return settings
     }

@@ -18,7 +18,7 @@ package final class RequestThrottle: Sendable {
     private let users: RateLimiter
     private let tokens: RateLimiter
     private let addresses: RateLimiter
-    private let userSlots = InFlightLimiter()
+    private let userSlots: InFlightLimiter
     private let addressSlots = InFlightLimiter()
     private let cache = NIOLockedValueBox([String: (limits: ThrottleLimits, readAt: Int64)]())
 
@@ -29,6 +29,11 @@ package final class RequestThrottle: Sendable {
         users = RateLimiter(maxKeys: settings.maxKeys)
         tokens = RateLimiter(maxKeys: settings.maxKeys)
         addresses = RateLimiter(maxKeys: settings.maxKeys)
+        userSlots = InFlightLimiter(
+            contention: settings.contendedUserInFlight > 0
+                ? .init(limit: settings.contendedUserInFlight, windowMillis: settings.contentionWindow.milliseconds)
+                : nil,
+            clock: clock)
     }
 
     /// A place among the requests running: give it back with ``release()`` when the request ends.

@@ -9,6 +9,7 @@ import NimbusStore
 /// var configuration = ServerConfiguration(port: 0, dataDirectory: dir)
 /// configuration.throttle.defaults.userRate = 50       // requests/s per user, unless the container says otherwise
 /// configuration.throttle.userInFlight = 2
+/// configuration.throttle.contendedUserInFlight = 0  // keep 2 beside other users too
 /// configuration.throttle.enabled = false              // or: no throttling at all
 /// ```
 public struct ThrottleSettings: Sendable {
@@ -19,6 +20,14 @@ public struct ThrottleSettings: Sendable {
     public var defaults = ThrottleLimits.serverDefaults
     /// Requests of one signed-in user run at once; more wait in order (0: no cap).
     public var userInFlight = 4
+    /// Requests of one signed-in user run at once while another user's requests share the
+    /// server (running or waiting, or arrived within ``contentionWindow``); 0: `userInFlight`
+    /// throughout. A user alone gets the full cap for parallel work; beside others, one lane,
+    /// so one user's flood leaves the other cores to everyone else.
+    public var contendedUserInFlight = 1
+    /// How recently another user's request must have arrived for a user to count as sharing
+    /// the server.
+    public var contentionWindow: Duration = .milliseconds(100)
     /// Requests from one client address run at once; more wait in order (0: no cap).
     public var addressInFlight = 64
     /// Requests of one user or address that may wait for a place; one more is THROTTLED.

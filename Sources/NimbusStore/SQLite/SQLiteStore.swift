@@ -17,6 +17,8 @@ public final class SQLiteStore: Sendable {
     /// The spans of traced changes, in a file of their own beside the store's
     /// (`nimbus-traces.sqlite`): writing them never waits for, nor holds up, a record write.
     let traces: DatabasePool
+    /// Checkpoints the WAL off the commit path.
+    private let checkpointer: WALCheckpointer
     public let path: String
     /// Sync tokens, signed with the secret kept in the file.
     public let changeTokens: ChangeTokens
@@ -44,6 +46,8 @@ public final class SQLiteStore: Sendable {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // The checkpointer does it; a commit checkpoints only if it falls far behind.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(WALCheckpointer.safetyPages)")
             try prepare?(db)
         }
         self.path = path
@@ -56,6 +60,7 @@ public final class SQLiteStore: Sendable {
                 pool, candidate: ChangeTokens.newSecret(using: &random), now: clock.nowMillis()))
         self.pool = pool
         self.traces = try Self.openTraces(besides: path)
+        self.checkpointer = try WALCheckpointer(path: path)
     }
 
     /// Opens the store in a data directory (`DIR/nimbus.sqlite`), creating the directory.
@@ -68,6 +73,7 @@ public final class SQLiteStore: Sendable {
 
     /// Closes the database files. Further use throws.
     public func close() throws {
+        checkpointer.stop()
         try pool.close()
         try traces.close()
     }

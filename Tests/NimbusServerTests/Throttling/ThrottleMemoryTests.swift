@@ -68,4 +68,64 @@ import Testing
         limiter.release("alice")
         #expect(Self.load(limiter) == [0, 0])
     }
+
+    /// Waits (yielding, never sleeping) until `key` has `waiting` requests queued.
+    static func awaitWaiting(_ limiter: InFlightLimiter, _ key: String, _ waiting: Int) async {
+        for _ in 0..<10_000 where limiter.load(key).waiting < waiting { await Task.yield() }
+    }
+
+    @Test func aUserBesideAnotherRunsOneRequestAtOnceAndAloneTheFullCap() async throws {
+        let clock = ManualWallClock(millis: 1_800_000_000_000)
+        let limiter = InFlightLimiter(contention: .init(limit: 1, windowMillis: 100), clock: clock.wallClock)
+        // Alone, Alice runs four at once.
+        for _ in 0..<4 { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        #expect(Self.load(limiter) == [4, 0])
+        for _ in 0..<4 { limiter.release("alice") }
+
+        // Bob has a request running: Alice's second waits for her first.
+        try await limiter.acquire("bob", limit: 4, maxWaiting: 8, what: "this user")
+        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
+        let second = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        let third = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        await Self.awaitWaiting(limiter, "alice", 2)
+        #expect(Self.load(limiter) == [1, 2])
+        limiter.release("alice")
+        try await second.value
+        #expect(Self.load(limiter) == [1, 1])
+
+        // Bob is done, but arrived within the window: still one at a time.
+        limiter.release("bob")
+        clock.advance(by: .milliseconds(50))
+        limiter.release("alice")
+        try await third.value
+        #expect(Self.load(limiter) == [1, 0])
+
+        // Past the window, Alice alone again gets the full cap at once.
+        clock.advance(by: .milliseconds(100))
+        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
+        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
+        #expect(Self.load(limiter) == [3, 0])
+        for _ in 0..<3 { limiter.release("alice") }
+        #expect(Self.load(limiter) == [0, 0])
+    }
+
+    @Test func whenTheOtherUserLeavesTheWaitingRequestsOfAUserAllRunAgain() async throws {
+        let clock = ManualWallClock(millis: 1_800_000_000_000)
+        let limiter = InFlightLimiter(contention: .init(limit: 1, windowMillis: 100), clock: clock.wallClock)
+        try await limiter.acquire("bob", limit: 4, maxWaiting: 8, what: "this user")
+        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
+        let waiters = (0..<3).map { _ in
+            Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        }
+        await Self.awaitWaiting(limiter, "alice", 3)
+        #expect(Self.load(limiter) == [1, 3])
+        limiter.release("bob")
+        clock.advance(by: .milliseconds(101))
+        // One release of Alice's lets all three waiting run: her cap is 4 again.
+        limiter.release("alice")
+        for waiter in waiters { try await waiter.value }
+        #expect(Self.load(limiter) == [3, 0])
+        for _ in 0..<3 { limiter.release("alice") }
+        #expect(Self.load(limiter) == [0, 0])
+    }
 }

@@ -1,0 +1,51 @@
+import Foundation
+import GRDB
+
+/// Copies the write-ahead log back into the database file from a connection of its own, so
+/// a commit never does it.
+///
+/// SQLite's default is for the commit that brings the WAL past 1 000 pages to checkpoint it
+/// there and then: several milliseconds of copying and an `fsync` inside one request, with
+/// the writer held, every few hundred single-record writes — the p99 of every user's writes
+/// (docs/PERFORMANCE.md, "Fairness under a flood"). Here the store's connections checkpoint
+/// only past ``safetyPages`` (if this one fell behind), and this connection runs a passive
+/// checkpoint every ``interval``: passive checkpoints take no lock that writers or readers
+/// wait for. Once a checkpoint has caught up, the next writer starts the log from its
+/// beginning again, so the file stays small.
+final class WALCheckpointer: Sendable {
+    /// How often the log is checkpointed.
+    static let interval: Duration = .milliseconds(100)
+    /// The store's own connections checkpoint past this many pages (40 MB of 4 KB pages):
+    /// only if this checkpointer cannot keep up.
+    static let safetyPages = 10_000
+
+    private let task: Task<Void, Never>
+    private let connection: DatabaseQueue
+
+    /// Starts checkpointing the WAL database at `path` (already created and migrated).
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.label = "nimbus.wal-checkpointer"
+        let connection = try DatabaseQueue(path: path, configuration: configuration)
+        self.connection = connection
+        task = Task.detached(priority: .utility) {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.interval)
+                guard !Task.isCancelled else { break }
+                // GRDB runs it on the connection's own queue, not on this task's thread. A busy
+                // or failed checkpoint is tried again on the next round.
+                _ = try? await connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            }
+        }
+    }
+
+    /// Stops checkpointing and closes the connection (after a checkpoint under way ends), so
+    /// the files can be removed once the store is closed.
+    func stop() {
+        task.cancel()
+        try? connection.close()
+    }
+
+    deinit { task.cancel() }
+}
