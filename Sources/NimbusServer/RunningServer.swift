@@ -71,7 +71,9 @@ public final class RunningServer: Sendable {
         let store = try await configuration.storage.open(logger: logger, clock: configuration.clock)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let journal = TraceJournal(store: store, settings: configuration.tracing, logger: logger)
-        let tracer = NimbusTracer(journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) })
+        let tracer = NimbusTracer(
+            journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) },
+            ids: TraceIDGenerator(seed: UInt64.random(in: .min ... .max)))
         // Per server, never `MetricsSystem.bootstrap`: servers in one process count apart.
         let registry = configuration.metrics.enabled ? PrometheusCollectorRegistry() : nil
         let metrics = registry.map { ServerMetrics(registry: $0) }

@@ -43,15 +43,15 @@ struct APIResponder: Sendable {
         var trace = ServiceContext.topLevel
         tracer.extract(request.headers, into: &trace, using: HTTPFieldsExtractor())
         guard tracer.isSampled(trace) else { return await respondUntraced(to: request, context: context) }
-        let name = RequestStatisticsMiddleware.operation(ofPath: request.uri.path)
-        let span = tracer.startSpan(name, context: trace, ofKind: .server)
+        // Named for its operation once ``handle(_:context:)`` has parsed the path.
+        let span = tracer.startSpan("request", context: trace, ofKind: .server)
         let response = await ServiceContext.withValue(span.context) {
             await respondUntraced(to: request, context: context)
         }
         let device = request.headers[Self.deviceHeader]
-        span.update { attributes in
-            attributes["http.status"] = Int64(response.status.code)
-            if let device { attributes["device"] = device }
+        span.update { facts in
+            facts["http.status"] = String(response.status.code)
+            if let device { facts["device"] = device }
         }
         span.end()
         return response
@@ -112,6 +112,7 @@ struct APIResponder: Sendable {
         guard let operation = APIOperation(rawValue: operationPath) else {
             throw CloudKitError(.notFound, "no such operation: \(operationPath)")
         }
+        ServiceContext.currentSpan?.operationName = operation.rawValue
         guard operation.methods.contains(request.method.rawValue) else {
             throw CloudKitError(
                 .badRequest, "\(operationPath) takes \(operation.methods.joined(separator: " or ")), not \(request.method.rawValue)")

@@ -30,9 +30,11 @@ struct RequestStatisticsMiddleware: RouterMiddleware {
         switch first {
         case "database":
             guard parts.count >= 5 else { return "other" }
-            let scopes: Set<Substring> = ["public", "private", "shared"]
-            let rest = parts[(scopes.contains(parts[4]) ? 5 : 4)...].joined(separator: "/")
-            return APIOperation(rawValue: rest)?.rawValue ?? "other"
+            let scoped = parts[4] == "public" || parts[4] == "private" || parts[4] == "shared"
+            let rest = parts[(scoped ? 5 : 4)...]
+            // Most operations are one word after the database: no joining.
+            let name = rest.count == 1 ? String(rest[rest.startIndex]) : rest.joined(separator: "/")
+            return APIOperation(rawValue: name)?.rawValue ?? "other"
         case "assets":
             return parts.count >= 3 && (parts[2] == "upload" || parts[2] == "download") ? "assets/\(parts[2])" : "other"
         case "dashboard": return "dashboard"

@@ -10,12 +10,12 @@ enum FetchTrace {
         case .rawUTF8(let bytes): items = (try? JSON.parse(bytes))?.array ?? []
         default: items = records.array ?? []
         }
-        var all = items.compactMap { $0["recordName"]?.string }
-        if let earlier = span.attributes["nimbus.records"]?.toSpanAttribute(), case .stringArray(let names) = earlier {
-            all = names + all
+        let names = items.compactMap { $0["recordName"]?.string }
+        span.update { facts in
+            let all = facts.recordNames + names
+            facts.recordNames = Array(all.prefix(400))
+            facts["zone"] = zone
+            facts["delivered"] = String(all.count)
         }
-        span.attributes["nimbus.records"] = Array(all.prefix(400))
-        span.attributes["zone"] = zone
-        span.attributes["delivered"] = Int64(all.count)
     }
 }

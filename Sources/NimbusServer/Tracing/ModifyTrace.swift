@@ -18,16 +18,16 @@ struct ModifyTrace {
         self.request = request
         self.names = names
         let database = call.database
-        request.update { attributes in
-            attributes["container"] = database.container
-            attributes["environment"] = database.environment.rawValue
-            attributes["database"] = database.scope.rawValue
-            attributes["zone"] = zone
-            attributes["records"] = Int64(names.count)
-            attributes["nimbus.records"] = names
+        request.update { facts in
+            facts["container"] = database.container
+            facts["environment"] = database.environment.rawValue
+            facts["database"] = database.scope.rawValue
+            facts["zone"] = zone
+            facts["records"] = String(names.count)
+            facts.recordNames = names
         }
         // The request span names the records; the commit is found through its trace.
-        commit = tracer.startSpan("commit", context: request.context, ofKind: .internal)
+        commit = tracer.startSpan("commit", context: request.parentContext, ofKind: .internal)
         commit.update {
             $0["container"] = database.container
             $0["database"] = database.scope.rawValue
@@ -53,25 +53,25 @@ struct ModifyTrace {
             request.fail(
                 code: first.error.code.rawValue,
                 message: "\(failures.count) of \(names.count) record(s) refused — " + listed.joined(separator: "; "))
-            request.attributes["refused"] = failures.map(\.name).joined(separator: ", ")
+            request.update { $0["refused"] = failures.map(\.name).joined(separator: ", ") }
         }
         if let summary = outcome.commit {
-            commit.update { attributes in
-                attributes["version"] = summary.version
-                attributes["notifications"] = Int64(summary.notifications.count)
+            commit.update { facts in
+                facts["version"] = String(summary.version)
+                facts["notifications"] = String(summary.notifications.count)
                 if summary.notifications.isEmpty {
-                    attributes["nimbus.message"] =
+                    facts.message =
                         "committed; no subscription matched, so no device is notified (devices see it on their next fetch)"
                 } else {
                     let subscriptions = Set(summary.notifications.map(\.subscriptionID)).sorted()
                     let users = Set(summary.notifications.map(\.recipient.userRecordName)).count
-                    attributes["subscriptions"] = subscriptions.joined(separator: ", ")
-                    attributes["nimbus.message"] =
+                    facts["subscriptions"] = subscriptions.joined(separator: ", ")
+                    facts.message =
                         "committed; \(summary.notifications.count) notification(s) for \(users) user(s)"
                 }
             }
         } else {
-            commit.attributes["nimbus.message"] = "nothing was written"
+            commit.update { $0.message = "nothing was written" }
             if let first = failures.first { commit.fail(code: first.error.code.rawValue, message: "nothing was written") }
         }
         commit.end()

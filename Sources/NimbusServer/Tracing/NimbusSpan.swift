@@ -9,15 +9,16 @@ import W3CTraceContext
 /// A span of a traced request on this server: a `Tracing.Span` whose facts become a
 /// ``TraceSpan`` in the ``TraceJournal`` when it ends.
 ///
-/// Facts the trace view reads are kept as attributes with these names: `nimbus.error_code`
-/// (a CloudKit `serverErrorCode`), `nimbus.message` (what happened, in words),
-/// `nimbus.records` (the record names the hop touched); every other attribute is shown as is.
+/// The server's own code writes facts as text through ``update(_:)`` (``SpanFacts``): no
+/// `SpanAttribute` boxes on a request's path. The generic `attributes` of `Tracing.Span` are
+/// kept for other instrumentation, and merged into the facts when the span ends.
 final class NimbusSpan: Tracing.Span, Sendable {
     private struct State {
         var operationName: String
+        var facts = SpanFacts()
+        /// Set only by code that uses the generic `Tracing.Span` API.
         var attributes = SpanAttributes()
         var status: SpanStatus?
-        var events: [SpanEvent] = []
         var ended = false
     }
 
@@ -26,8 +27,9 @@ final class NimbusSpan: Tracing.Span, Sendable {
     let startMicros: Int64
     private let journal: TraceJournal
     private let state: NIOLockedValueBox<State>
-    /// Set once at creation (the context holds the span itself, for handlers to find).
-    private let contextBox: NIOLockedValueBox<ServiceContext>
+    /// The context the span was started in, with its own trace context (not the span itself:
+    /// the span holding a context that holds the span would never be freed).
+    private let baseContext: ServiceContext
 
     init(
         operationName: String, context: ServiceContext, traceContext: TraceContext, parentSpanID: SpanID?,
@@ -40,11 +42,18 @@ final class NimbusSpan: Tracing.Span, Sendable {
         self.state = NIOLockedValueBox(State(operationName: operationName))
         var context = context
         context[TraceContextKey.self] = traceContext
-        self.contextBox = NIOLockedValueBox(context)
-        contextBox.withLockedValue { $0[CurrentSpanKey.self] = self }
+        self.baseContext = context
     }
 
-    var context: ServiceContext { contextBox.withLockedValue { $0 } }
+    /// The span's context, holding the span, for handlers to find (``ServiceContext/currentSpan``).
+    var context: ServiceContext {
+        var context = baseContext
+        context[CurrentSpanKey.self] = self
+        return context
+    }
+
+    /// The context a child span of this one starts in (its trace context, not the span).
+    var parentContext: ServiceContext { baseContext }
 
     /// The `traceparent` that names this span as the parent of what it causes.
     var traceParent: String { traceContext.traceParentHeaderValue }
@@ -62,30 +71,31 @@ final class NimbusSpan: Tracing.Span, Sendable {
     var isRecording: Bool { !state.withLockedValue { $0.ended } }
 
     func setStatus(_ status: SpanStatus) { state.withLockedValue { $0.status = status } }
-    func addEvent(_ event: SpanEvent) { state.withLockedValue { $0.events.append(event) } }
+    func addEvent(_ event: SpanEvent) {}
     func addLink(_ link: SpanLink) {}
 
     func recordError<Instant: TracerInstant>(_ error: any Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant) {
-        state.withLockedValue { state in
-            state.status = SpanStatus(code: .error, message: "\(error)")
-            if let error = error as? CloudKitError {
-                state.attributes["nimbus.error_code"] = error.code.rawValue
-                state.attributes["nimbus.message"] = error.reason
-            }
+        if let error = error as? CloudKitError {
+            fail(code: error.code.rawValue, message: error.reason)
+        } else {
+            state.withLockedValue { $0.status = SpanStatus(code: .error, message: "\(error)") }
         }
     }
 
-    /// Changes several attributes under one lock (the `attributes` setter copies them all).
-    func update(_ body: (inout SpanAttributes) -> Void) {
-        state.withLockedValue { body(&$0.attributes) }
+    /// Changes the span's facts under one lock.
+    func update(_ body: (inout SpanFacts) -> Void) {
+        state.withLockedValue { body(&$0.facts) }
     }
+
+    /// The span's facts now.
+    var facts: SpanFacts { state.withLockedValue { $0.facts } }
 
     /// Records that the hop failed with a CloudKit error (or that some of its records did).
     func fail(code: String, message: String) {
         state.withLockedValue { state in
             state.status = SpanStatus(code: .error, message: message)
-            state.attributes["nimbus.error_code"] = code
-            state.attributes["nimbus.message"] = message
+            state.facts.errorCode = code
+            state.facts.message = message
         }
     }
 
@@ -101,26 +111,15 @@ final class NimbusSpan: Tracing.Span, Sendable {
     }
 
     private func span(of state: State, endMicros: Int64) -> TraceSpan {
-        var attributes: [String: String] = [:]
-        var records: [String] = []
-        var code: String?
-        var message: String?
-        state.attributes.forEach { key, value in
-            switch key {
-            case "nimbus.records":
-                if case .stringArray(let names) = value.toSpanAttribute() { records = names }
-            case "nimbus.error_code": code = Self.text(value)
-            case "nimbus.message": message = Self.text(value)
-            default: attributes[key] = Self.text(value)
-            }
-        }
-        if message == nil, let text = state.status?.message { message = text }
+        var facts = state.facts
+        state.attributes.forEach { key, value in facts.attributes[key] = Self.text(value) }
+        if facts.message == nil, let text = state.status?.message { facts.message = text }
         return TraceSpan(
             traceID: traceContext.traceID.description, spanID: traceContext.spanID.description,
             parentSpanID: parentSpanID?.description, name: state.operationName, source: journal.source,
             startMicros: startMicros, endMicros: max(endMicros, startMicros),
-            status: state.status?.code == .error ? .error : .ok, errorCode: code, message: message,
-            attributes: attributes, recordNames: records)
+            status: state.status?.code == .error ? .error : .ok, errorCode: facts.errorCode, message: facts.message,
+            attributes: facts.attributes, recordNames: facts.recordNames)
     }
 
     private static func text(_ value: SpanAttribute) -> String {
@@ -134,5 +133,19 @@ final class NimbusSpan: Tracing.Span, Sendable {
         case .stringArray(let texts): return texts.joined(separator: ", ")
         default: return "\(value)"
         }
+    }
+}
+
+/// What a server span records, as the trace view reads it: attributes shown as they are, the
+/// record names the hop touched, and a CloudKit `serverErrorCode` with what happened in words.
+struct SpanFacts: Sendable {
+    var attributes: [String: String] = [:]
+    var recordNames: [String] = []
+    var errorCode: String?
+    var message: String?
+
+    subscript(key: String) -> String? {
+        get { attributes[key] }
+        set { attributes[key] = newValue }
     }
 }

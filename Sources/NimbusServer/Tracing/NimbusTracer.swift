@@ -23,6 +23,8 @@ struct NimbusTracer: Tracer {
     let settings: TraceSettings
     /// Numbers in `0..<1`, for sampling requests that carry no `traceparent`.
     let random: @Sendable () -> Double
+    /// New span and trace IDs.
+    let ids: TraceIDGenerator
 
     /// Whether a request whose headers gave `context` is traced.
     func isSampled(_ context: ServiceContext) -> Bool {
@@ -57,8 +59,9 @@ struct NimbusTracer: Tracer {
     ) -> NimbusSpan {
         let context = context()
         let parent = context[TraceContextKey.self]
+        var source = ids.source
         let trace = TraceContext(
-            traceID: parent?.traceID ?? TraceID.random(), spanID: SpanID.random(),
+            traceID: parent?.traceID ?? TraceID.random(using: &source), spanID: SpanID.random(using: &source),
             flags: parent?.flags ?? .sampled, state: parent?.state ?? TraceState())
         return NimbusSpan(
             operationName: operationName, context: context, traceContext: trace, parentSpanID: parent?.spanID,
@@ -74,9 +77,10 @@ struct NimbusTracer: Tracer {
         errorCode: String? = nil, message: String? = nil
     ) {
         let now = Int64(DefaultTracerClock.now.nanosecondsSinceEpoch / 1000)
+        var source = ids.source
         journal.record(
             TraceSpan(
-                traceID: parent.traceID.description, spanID: SpanID.random().description,
+                traceID: parent.traceID.description, spanID: SpanID.random(using: &source).description,
                 parentSpanID: parent.spanID.description, name: name, source: journal.source, startMicros: now,
                 endMicros: now, status: errorCode == nil ? .ok : .error, errorCode: errorCode, message: message,
                 attributes: attributes, recordNames: recordNames))

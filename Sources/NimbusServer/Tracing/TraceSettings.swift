@@ -15,7 +15,7 @@ public struct TraceSettings: Sendable {
     public var retention: Duration = .seconds(7 * 24 * 3600)
     /// How often buffered spans are written to the store. Short, so that each write is small:
     /// a large batch written at once shows in the requests' latency tail.
-    public var flushInterval: Duration = .milliseconds(50)
+    public var flushInterval: Duration = .milliseconds(20)
     /// The most spans held in memory waiting to be written; beyond it the oldest are dropped
     /// (and counted: ``TraceJournal/droppedSpans``).
     public var bufferLimit = 50_000

@@ -7,11 +7,15 @@ import GRDB
 /// SQLite's default is for the commit that brings the WAL past 1 000 pages to checkpoint it
 /// there and then: several milliseconds of copying and an `fsync` inside one request, with
 /// the writer held, every few hundred single-record writes — the p99 of every user's writes
-/// (docs/PERFORMANCE.md, "Fairness under a flood"). Here the store's connections checkpoint
-/// only past ``safetyPages`` (if this one fell behind), and this connection runs a passive
-/// checkpoint every ``interval``: passive checkpoints take no lock that writers or readers
-/// wait for. Once a checkpoint has caught up, the next writer starts the log from its
-/// beginning again, so the file stays small.
+/// (docs/PERFORMANCE.md, "Fairness under a flood"). Here this connection runs a passive
+/// checkpoint every ``interval`` (passive checkpoints take no lock that writers or readers
+/// wait for), and the store's connections checkpoint only past ``safetyPages``.
+///
+/// A log is started again from its beginning only by a writer that finds it wholly copied,
+/// which under steady writes is rarely true after a checkpoint of another connection (a
+/// commit lands while it copies). So the log grows to ``safetyPages``; the commit that passes
+/// them checkpoints what this connection has not copied yet — a few hundred pages at most,
+/// not the whole log — and the next write starts the log over.
 final class WALCheckpointer: Sendable {
     /// How often the log is checkpointed.
     static let interval: Duration = .milliseconds(100)
