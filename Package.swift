@@ -404,6 +404,10 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // A local identity issuer: keys made and tokens signed by the tests.
                 .product(name: "JWTKit", package: "jwt-kit"),
+                // Spans started and ended by the tests (their lifetime, their IDs).
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
             ],
             swiftSettings: swiftSettings
         ),
