@@ -112,10 +112,17 @@ struct DashboardTraceTests {
             #expect(hidden.status == 200)
             #expect(hidden.body.contains("<strong>records/modify</strong>"), "the hops stay")
             #expect(!hidden.body.contains("secret-entry"), "\(hidden.body)")
+            // Searching by the private record's name finds nothing: not even that a trace exists.
+            let byName = try await browser.get("/dashboard/traces?q=secret-entry")
+            #expect(byName.status == 200)
+            #expect(!byName.body.contains(trace.traceID), "\(byName.body)")
+            #expect(!byName.body.contains("<strong>records/modify</strong>"))
 
             try await server.server.store.setOperatorsMayReadPrivateData(true, container: DashboardServer.container)
             let shown = try await browser.get("/dashboard/traces?q=\(trace.traceID)")
             #expect(shown.body.contains("secret-entry"))
+            let shownByName = try await browser.get("/dashboard/traces?q=secret-entry")
+            #expect(shownByName.body.contains(trace.traceID))
         }
     }
 

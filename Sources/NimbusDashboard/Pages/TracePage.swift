@@ -79,6 +79,16 @@ enum TracePage {
         }
         view = try await Self.hidingPrivateNames(view, store: store)
         recent = try await recent.asyncMap { try await Self.hidingPrivateNames($0, store: store) }
+        if let name = recordName {
+            // Found only through names the operator may not see: as if no trace named it, so a
+            // search by name does not tell whether a private record exists.
+            let names = { (view: TraceView) in view.hops.contains { $0.span.recordNames.contains(name) } }
+            recent = recent.filter(names)
+            if !names(view) {
+                view = recent.first ?? TraceView(spans: [])
+                if recent.isEmpty { recordName = nil }
+            }
+        }
         values["title"] = view.traceID.map { "Trace \($0)" } ?? "Traces"
         values.merge(Self.values(of: view)) { $1 }
         values["recordName"] = recordName
