@@ -75,7 +75,10 @@ import Testing
         let concurrent = try #require(report.concurrent)
         #expect(concurrent.clients == 3 && concurrent.seconds > 0)
         #if os(Linux)
-        #expect(concurrent.baselineBytes > 0 && concurrent.peakBytes >= concurrent.baselineBytes)
+        // Sampled, not compared: in the test process other suites allocate and free beside the
+        // run, so its peak may fall below the baseline taken before it (the bench's own process
+        // has nothing else).
+        #expect(concurrent.baselineBytes > 0 && concurrent.peakBytes > 0)
         #endif
     }
 }

@@ -28,12 +28,17 @@ public final class TraceJournal: Service, Sendable {
     let source: String
     private let logger: Logger
     private let buffer = NIOLockedValueBox(Buffer())
+    /// Signalled when a span arrives in an empty buffer: ``run()`` sleeps until then, so an
+    /// idle server does not wake every flush interval.
+    private let arrivals: AsyncStream<Void>
+    private let arrived: AsyncStream<Void>.Continuation
 
     init(store: any TraceStore, settings: TraceSettings, logger: Logger) {
         self.store = store
         self.settings = settings
         self.source = "server \(settings.nodeName ?? ProcessInfo.processInfo.hostName)"
         self.logger = logger
+        (arrivals, arrived) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Spans dropped because the buffer was full (the store could not keep up).
@@ -41,14 +46,15 @@ public final class TraceJournal: Service, Sendable {
 
     /// Queues an ended span for the store.
     func record(_ span: TraceSpan) {
-        let watchers = buffer.withLockedValue { buffer -> [Watcher] in
+        let (watchers, first) = buffer.withLockedValue { buffer -> ([Watcher], Bool) in
             if buffer.spans.count >= settings.bufferLimit {
                 buffer.spans.removeFirst()
                 buffer.dropped += 1
             }
             buffer.spans.append(span)
-            return buffer.watchers.isEmpty ? [] : Array(buffer.watchers.values)
+            return (buffer.watchers.isEmpty ? [] : Array(buffer.watchers.values), buffer.spans.count == 1)
         }
+        if first { arrived.yield() }
         for watcher in watchers where watcher.matches(span) { watcher.continuation.yield(span) }
     }
 
@@ -96,15 +102,22 @@ public final class TraceJournal: Service, Sendable {
 
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
-            var sincePrune = Duration.zero
-            while !Task.isCancelled {
-                try await Task.sleep(for: self.settings.flushInterval)
-                await self.flush()
-                sincePrune += self.settings.flushInterval
-                if sincePrune >= .seconds(600) {
-                    sincePrune = .zero
-                    await self.prune(now: Int64(Date().timeIntervalSince1970 * 1_000_000))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // Writes a flush interval after the first span of a batch arrives; idle, it sleeps.
+                group.addTask {
+                    for await _ in self.arrivals {
+                        try await Task.sleep(for: self.settings.flushInterval)
+                        await self.flush()
+                    }
                 }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: .seconds(600))
+                        await self.prune(now: Int64(Date().timeIntervalSince1970 * 1_000_000))
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
             }
         }
         await flush()

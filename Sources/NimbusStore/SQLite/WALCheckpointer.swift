@@ -33,10 +33,16 @@ final class WALCheckpointer: Sendable {
         configuration.label = "nimbus.wal-checkpointer"
         let connection = try DatabaseQueue(path: path, configuration: configuration)
         self.connection = connection
+        let wal = path + "-wal"
         task = Task.detached(priority: .utility) {
+            var seen = WALStamp.of(wal)
             while !Task.isCancelled {
                 try? await Task.sleep(for: Self.interval)
                 guard !Task.isCancelled else { break }
+                // Nothing written since the last round (an idle store): nothing to copy.
+                let stamp = WALStamp.of(wal)
+                guard stamp != seen else { continue }
+                seen = stamp
                 // GRDB runs it on the connection's own queue, not on this task's thread. A busy
                 // or failed checkpoint is tried again on the next round.
                 _ = try? await connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
@@ -52,4 +58,22 @@ final class WALCheckpointer: Sendable {
     }
 
     deinit { task.cancel() }
+}
+
+/// The size and modification time of a WAL file: whether anything was written since the
+/// checkpointer last looked, for a `stat` call instead of a checkpoint.
+struct WALStamp: Equatable {
+    var size: Int64
+    var modifiedNanos: Int64
+
+    static func of(_ path: String) -> WALStamp? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        #if canImport(Darwin)
+        let time = info.st_mtimespec
+        #else
+        let time = info.st_mtim
+        #endif
+        return WALStamp(size: Int64(info.st_size), modifiedNanos: Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec))
+    }
 }
