@@ -200,4 +200,22 @@ struct SMTPMailTests {
             #expect(throws: SMTPError.self, "\(url) from \(from)") { try SMTPSettings(url: url, from: from) }
         }
     }
+
+    @Test func theMailSendersLineCarriesTheRequestsID() async throws {
+        try await FakeSMTPServer.with(.accept(user: Self.relayUser, password: Self.relayPassword)) { smtp in
+            let recorder = LineRecorder()
+            let sender = try SMTPMailSender(
+                settings: smtp.settings(user: Self.relayUser, password: Self.relayPassword), logger: recorder.logger())
+            try await TestServer.withSignIn(.sqlite, outbox: sender) { server in
+                try await server.enablePasswords()
+                let signUp = try await server.anonymous().post(
+                    "accounts/signup", ["email": "ida@example.com", "password": "correct horse"], scope: "public",
+                    headers: [("X-Request-ID", "signup-7f3a")])
+                #expect(signUp["status"] == "CHECK_MAIL")
+            }
+            let sent = recorder.recorded.filter { $0.contains("mail sent") }
+            #expect(sent.count == 1)
+            #expect(sent.allSatisfy { $0.contains("request_id=signup-7f3a") }, "\(sent)")
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import HTTPTypes
+import Logging
 
 /// The identifier of one HTTP request: returned in the `X-Request-ID` response header,
 /// written as `request_id` on every log line of the request, and the `uuid` of its CloudKit
@@ -20,6 +21,15 @@ enum RequestID {
     /// The request being handled by the current task, as ``RequestIDMiddleware`` bound it
     /// (`nil` outside a request).
     @TaskLocal static var current: String?
+
+    /// `metadata` with the current request's `request_id`, for lines written by a logger that
+    /// is not the request's own (the mail senders', made once at start).
+    static func tagged(_ metadata: Logger.Metadata) -> Logger.Metadata {
+        guard let current else { return metadata }
+        var metadata = metadata
+        metadata[metadataKey] = .string(current)
+        return metadata
+    }
 
     /// `candidate` when it is a usable request ID, `nil` otherwise.
     static func accepting(_ candidate: String?) -> String? {

@@ -37,6 +37,6 @@ public struct LoggingMailSender: MailSender {
     public func send(_ mail: Mail) async throws {
         logger.notice(
             "mail (not sent: no mail sender configured)",
-            metadata: ["to": "\(mail.to)", "subject": "\(mail.subject)", "body": "\(mail.body)"])
+            metadata: RequestID.tagged(["to": "\(mail.to)", "subject": "\(mail.subject)", "body": "\(mail.body)"]))
     }
 }

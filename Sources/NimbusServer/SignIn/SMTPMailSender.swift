@@ -37,11 +37,13 @@ public struct SMTPMailSender: MailSender {
     public func send(_ mail: Mail) async throws {
         do {
             try await deliver(mail)
-            logger.info("mail sent", metadata: ["to": "\(mail.to)", "subject": "\(mail.subject)"])
+            logger.info("mail sent", metadata: RequestID.tagged(["to": "\(mail.to)", "subject": "\(mail.subject)"]))
         } catch {
             logger.error(
                 "mail not sent",
-                metadata: ["to": "\(mail.to)", "smtp": "\(settings.host):\(settings.port)", "error": "\(error)"])
+                metadata: RequestID.tagged([
+                    "to": "\(mail.to)", "smtp": "\(settings.host):\(settings.port)", "error": "\(error)",
+                ]))
             throw error
         }
     }
