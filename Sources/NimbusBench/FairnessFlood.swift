@@ -87,19 +87,19 @@ final class FloodProcess: Sendable {
     private let process: Process
     private let input: FileHandle
     private let output: FileHandle
-    private let lines = NIOLockedValueBox<[UInt8]>([])
 
     init(baseURL: String, credentials: BenchCredentials, connections: Int, batch: Int, rate: Double) throws {
         let process = Process()
+        #if os(Linux)
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        #else
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        #endif
         process.arguments = [
             "fairness-flood", "--flood-url", baseURL, "--flood-container", credentials.container,
             "--flood-api-token", credentials.apiToken, "--flood-web-auth-token", credentials.webAuthToken,
             "--flood-connections", String(connections), "--flood-batch", String(batch), "--flood-rate", String(rate),
         ]
-        #if !os(Linux)
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        #endif
         let stdin = Pipe()
         let stdout = Pipe()
         process.standardInput = stdin

@@ -105,14 +105,15 @@ struct APIResponder: Sendable {
         }
         // Which data a traced request touched: the dashboard hides record names of private
         // databases from operators who may not read them.
-        ServiceContext.currentSpan?.update {
+        let span = ServiceContext.currentSpan
+        span?.update {
             $0["container"] = container
             $0["database"] = scope.rawValue
         }
         guard let operation = APIOperation(rawValue: operationPath) else {
             throw CloudKitError(.notFound, "no such operation: \(operationPath)")
         }
-        ServiceContext.currentSpan?.operationName = operation.rawValue
+        span?.operationName = operation.rawValue
         guard operation.methods.contains(request.method.rawValue) else {
             throw CloudKitError(
                 .badRequest, "\(operationPath) takes \(operation.methods.joined(separator: " or ")), not \(request.method.rawValue)")

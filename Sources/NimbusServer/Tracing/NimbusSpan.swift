@@ -87,9 +87,6 @@ final class NimbusSpan: Tracing.Span, Sendable {
         state.withLockedValue { body(&$0.facts) }
     }
 
-    /// The span's facts now.
-    var facts: SpanFacts { state.withLockedValue { $0.facts } }
-
     /// Records that the hop failed with a CloudKit error (or that some of its records did).
     func fail(code: String, message: String) {
         state.withLockedValue { state in
