@@ -1,3 +1,4 @@
+import NIOCore
 import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
@@ -31,15 +32,18 @@ struct WebCourierTests {
         return (token, courier)
     }
 
+    /// The poll outlasts any delay of the change under load: with the default 30 s, a modify
+    /// slowed past it by the full suite on 2 cores made the first poll time out empty (and
+    /// the second get both changes), which looked like a lost wake-up and was not one.
     @Test(arguments: Engine.available) func aLongPollReturnsThePushWhenTheChangeIsCommitted(engine: Engine) async throws {
-        try await TestServer.with(engine) { server in
+        try await TestServer.with(engine, configure: { $0.push.courierTimeout = .seconds(240) }) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("ReadingList")
             _ = try await alice.subscribe(zoneSubscription("reading-list", zone: "ReadingList"))
             let (token, courier) = try await register(alice)
 
             // The poll waits; the change wakes it.
-            async let polled = alice.send(courier, method: .GET, body: nil, headers: [])
+            async let polled = alice.send(courier, method: .GET, body: nil, headers: [], timeout: .seconds(300))
             _ = try await alice.onDevice("phone").modify("ReadingList", [op("create", "a", "Bookmark")])
             let push = try await polled
             #expect(push.status == 200)

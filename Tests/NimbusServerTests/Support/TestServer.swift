@@ -134,7 +134,10 @@ struct TestClient: Sendable {
         try await send(url(scope, operation), method: .GET, body: nil, headers: [])
     }
 
-    func send(_ url: String, method: HTTPMethod, body: [UInt8]?, headers: [(String, String)]) async throws -> Reply {
+    /// Sends one request and reads the whole answer; fails when it takes longer than `timeout`.
+    func send(
+        _ url: String, method: HTTPMethod, body: [UInt8]?, headers: [(String, String)], timeout: TimeAmount = .seconds(60)
+    ) async throws -> Reply {
         var request = HTTPClientRequest(url: url)
         request.method = method
         if let deviceID { request.headers.add(name: "X-Nimbus-Device-ID", value: deviceID) }
@@ -143,7 +146,7 @@ struct TestClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let buffer = try await response.body.collect(upTo: 256 << 20)
         let text = String(buffer: buffer)
         let json = (try? JSON.parse(Array(buffer.readableBytesView))) ?? .null
