@@ -752,12 +752,12 @@ func processCPUSeconds() -> Double {
 #if os(Linux)
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
-    FairnessFloodCommand.self,
+    FairnessFloodCommand.self, TraceStoreBenchCommand.self,
 ]
 #else
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
-    FairnessFloodCommand.self,
+    FairnessFloodCommand.self, TraceStoreBenchCommand.self,
 ]
 #endif
 

@@ -5,8 +5,10 @@ import Testing
 
 @testable import NimbusStore
 
-/// Upgrading a trace file to `v2-trace-spans-in-order` (spans kept in write order): the spans
-/// already there stay readable, and a span reported again is still kept once.
+/// Upgrading a trace file to `v2-trace-spans-in-order` (spans kept in write order) and
+/// `v3-trace-rows-and-name-index` (a request's spans in one row, names in a full-text index):
+/// the spans already there stay readable and findable by record, and a span reported again is
+/// still kept once.
 @Suite("Trace file migration (SQLite)")
 struct TraceMigrationTests {
     @Test func spansWrittenBeforeTheUpgradeAreReadAfterIt() async throws {
@@ -40,6 +42,8 @@ struct TraceMigrationTests {
         #expect(spans.first?.attributes == ["zone": "Notes"])
         #expect(spans.first?.recordNames == ["note-1"])
         #expect(spans.last?.parentSpanID == "00f067aa0ba902b7")
+        // v3 indexed the names of the spans already there.
+        #expect(try await store.traceIDs(touchingRecord: "note-1", limit: 5) == [trace])
 
         // The same span reported again replaces the old row; a new one is added after.
         var again = spans[1]

@@ -45,4 +45,41 @@ struct TraceStoreTests {
             #expect(try await store.traceSpans(traceID: Self.other).count == 1)
         }
     }
+
+    /// A request and its commit written in one batch (the SQLite store keeps them in one row)
+    /// come back as the two spans they were; record names are found exactly, whatever their
+    /// case or punctuation.
+    @Test(arguments: StoreEngine.available)
+    func aRequestAndItsCommitComeBackAsTwoSpansAndNamesMatchExactly(engine: StoreEngine) async throws {
+        try await engine.withStore { store in
+            let request = TraceSpan(
+                traceID: Self.trace, spanID: "00000000000000a1", parentSpanID: "00000000000000c0", name: "records/modify",
+                source: "server n1", startMicros: 1_000, endMicros: 1_900, attributes: ["zone": "Notes"],
+                recordNames: ["Note-1", "odd \"name\"", "!!!"])
+            let commit = TraceSpan(
+                traceID: Self.trace, spanID: "00000000000000a2", parentSpanID: "00000000000000a1", name: "commit",
+                source: "server n1", startMicros: 1_200, endMicros: 1_500, status: .error, errorCode: "CONFLICT",
+                message: "nothing was written", attributes: ["version": "7"])
+            try await store.appendTraceSpans([commit, request])
+            #expect(try await store.traceSpans(traceID: Self.trace) == [request, commit])
+
+            #expect(try await store.traceIDs(touchingRecord: "Note-1", limit: 5) == [Self.trace])
+            #expect(try await store.traceIDs(touchingRecord: "note-1", limit: 5).isEmpty, "names are case-sensitive")
+            #expect(try await store.traceIDs(touchingRecord: "Note", limit: 5).isEmpty, "a part of a name is not the name")
+            #expect(try await store.traceIDs(touchingRecord: "odd \"name\"", limit: 5) == [Self.trace])
+            #expect(try await store.traceIDs(touchingRecord: "!!!", limit: 5) == [Self.trace])
+            #expect(try await store.traceIDs(touchingRecord: "???", limit: 5).isEmpty)
+
+            #expect(try await store.pruneTraceSpans(endedBefore: 2_000) == 2)
+            #expect(try await store.traceSpans(traceID: Self.trace).isEmpty)
+            #expect(try await store.traceIDs(touchingRecord: "Note-1", limit: 5).isEmpty)
+
+            // The commit reported again on its own replaces the copy kept with the request.
+            try await store.appendTraceSpans([commit, request])
+            var again = commit
+            again.message = "reported again"
+            try await store.appendTraceSpans([again])
+            #expect(try await store.traceSpans(traceID: Self.trace) == [request, again])
+        }
+    }
 }

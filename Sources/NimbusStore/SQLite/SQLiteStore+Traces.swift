@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NimbusProtocol
 
 extension SQLiteStore: TraceStore {
     /// The trace file of the store at `path`: `nimbus.sqlite` → `nimbus-traces.sqlite`. Spans
@@ -9,11 +10,15 @@ extension SQLiteStore: TraceStore {
         let base = (path as NSString).deletingPathExtension
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
         let traces = try DatabasePool(path: base + "-traces.sqlite", configuration: configuration)
+        // After the pool's own set-up, which puts its writer in WAL mode with `synchronous =
+        // NORMAL` (and would override this in `prepareDatabase`): with NORMAL, every checkpoint
+        // of the trace file waited for the disk twice (docs/PERFORMANCE.md, "Tracing overhead").
+        try traces.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-trace-spans", migrate: migrateTraceSpans)
         migrator.registerMigration("v2-trace-spans-in-order", migrate: migrateTraceSpansInOrder)
+        migrator.registerMigration("v3-trace-rows-and-term-index", migrate: migrateTraceRowsAndTermIndex)
         try migrator.migrate(traces)
         return traces
     }
@@ -82,67 +87,144 @@ extension SQLiteStore: TraceStore {
                 """)
     }
 
+    /// Rows that only ever go at the end: a request's spans in one row, and the trace ID and
+    /// record names in a full-text index instead of B-tree indexes.
+    ///
+    /// - `children`: a span whose parent is in the same write, from the same source, and that
+    ///   names no records (a request's `commit`) is kept in its parent's row, as JSON.
+    /// - `trace_terms`: an FTS5 index over `trace_spans.trace_id` and `.record_names` (external
+    ///   content, kept by triggers). It replaces the unique (trace ID, span ID) index and
+    ///   `trace_records`, whose entries each went to a random page: FTS5 writes a transaction's
+    ///   terms as one new segment, and merges segments later in bulk.
+    /// - Without the unique index a span reported again is a second row; readers keep the
+    ///   latest row of each span ID.
+    ///
+    /// Measured with `nimbus-bench trace-store` (docs/PERFORMANCE.md, "Tracing overhead").
+    static func migrateTraceRowsAndTermIndex(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE trace_spans ADD COLUMN children TEXT;
+                DROP TABLE trace_records;
+                DROP INDEX trace_spans_by_trace;
+                CREATE VIRTUAL TABLE trace_terms USING fts5(
+                    trace_id, record_names, content = 'trace_spans', content_rowid = 'id',
+                    tokenize = "unicode61 tokenchars '-_.:@'");
+                INSERT INTO trace_terms (trace_terms) VALUES ('rebuild');
+                CREATE TRIGGER trace_terms_insert AFTER INSERT ON trace_spans BEGIN
+                    INSERT INTO trace_terms (rowid, trace_id, record_names) VALUES (new.id, new.trace_id, new.record_names);
+                END;
+                CREATE TRIGGER trace_terms_delete AFTER DELETE ON trace_spans BEGIN
+                    INSERT INTO trace_terms (trace_terms, rowid, trace_id, record_names)
+                        VALUES ('delete', old.id, old.trace_id, old.record_names);
+                END;
+                CREATE TRIGGER trace_terms_update AFTER UPDATE OF trace_id, record_names ON trace_spans BEGIN
+                    INSERT INTO trace_terms (trace_terms, rowid, trace_id, record_names)
+                        VALUES ('delete', old.id, old.trace_id, old.record_names);
+                    INSERT INTO trace_terms (rowid, trace_id, record_names) VALUES (new.id, new.trace_id, new.record_names);
+                END;
+                """)
+    }
+
     public func appendTraceSpans(_ spans: [TraceSpan]) async throws {
         guard !spans.isEmpty else { return }
+        let rows = TraceSpanRows.rows(of: spans)
         try await traces.write { db in
-            let span = try db.cachedStatement(
+            let statement = try db.cachedStatement(
                 sql: """
-                    INSERT OR REPLACE INTO trace_spans (trace_id, span_id, parent_span_id, name, source, start_us, end_us,
-                        status, error_code, message, attributes, record_names)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO trace_spans (trace_id, span_id, parent_span_id, name, source, start_us, end_us,
+                        status, error_code, message, attributes, record_names, children)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
-            let record = try db.cachedStatement(
-                sql: """
-                    INSERT INTO trace_records (record_name, trace_id, at_us) VALUES (?, ?, ?)
-                    ON CONFLICT (record_name, trace_id) DO UPDATE SET at_us = max(at_us, excluded.at_us)
-                    """)
-            for item in spans {
-                try span.execute(arguments: [
+            for row in rows {
+                let item = row.span
+                try statement.execute(arguments: [
                     item.traceID, item.spanID, item.parentSpanID, item.name, item.source, item.startMicros, item.endMicros,
                     item.status.rawValue, item.errorCode, item.message, item.attributesJSON, item.recordNamesJSON,
+                    row.childrenJSON,
                 ])
-                for name in item.recordNames {
-                    try record.execute(arguments: [name, item.traceID, item.startMicros])
-                }
             }
         }
     }
 
     public func traceSpans(traceID: String) async throws -> [TraceSpan] {
         try await traces.read { db in
-            try Row.fetchAll(
+            let rows = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT trace_id, span_id, parent_span_id, name, source, start_us, end_us, status, error_code, message,
-                        attributes, record_names
-                    FROM trace_spans WHERE trace_id = ? ORDER BY start_us, end_us
-                    """, arguments: [traceID]
-            ).map { row in
-                TraceSpan(
+                        attributes, record_names, children
+                    FROM trace_spans WHERE id IN (SELECT rowid FROM trace_terms WHERE trace_terms MATCH ?)
+                    ORDER BY id
+                    """, arguments: [Self.term(traceID, column: "trace_id")])
+            // The latest row of each span wins (a span reported again is a row of its own); a
+            // span nested in its parent's row counts as written with it.
+            var spans: [String: TraceSpan] = [:]
+            for row in rows where (row[0] as String) == traceID {
+                let span = TraceSpan(
                     traceID: row[0], spanID: row[1], parentSpanID: row[2], name: row[3], source: row[4],
                     startMicros: row[5], endMicros: row[6], status: TraceSpan.Status(rawValue: row[7]) ?? .ok,
                     errorCode: row[8], message: row[9],
                     attributes: TraceSpan.attributes(fromJSON: row[10]),
                     recordNames: TraceSpan.recordNames(fromJSON: row[11]))
+                if let children = row[12] as String? {
+                    for child in TraceSpanRows.children(fromJSON: children, of: span) { spans[child.spanID] = child }
+                }
+                spans[span.spanID] = span
+            }
+            return spans.values.sorted {
+                ($0.startMicros, $0.endMicros, $0.spanID) < ($1.startMicros, $1.endMicros, $1.spanID)
             }
         }
     }
 
+    /// An FTS5 query for the phrase of `text`'s tokens in one column (the tokenizer folds case
+    /// and punctuation: callers check candidates for the exact value).
+    private static func term(_ text: String, column: String) -> String {
+        "\(column) : \"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
     public func traceIDs(touchingRecord recordName: String, limit: Int) async throws -> [String] {
-        try await traces.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT trace_id FROM trace_records WHERE record_name = ? ORDER BY at_us DESC LIMIT ?",
-                arguments: [recordName, limit])
+        guard limit > 0 else { return [] }
+        return try await traces.read { db in
+            // A name with a word character: the phrase of its tokens in the term index finds
+            // candidates (case and punctuation folded). Without one, it makes no phrase: scan.
+            let hasWords = recordName.unicodeScalars.contains {
+                $0.properties.isAlphabetic || $0.properties.numericType != nil || "-_.:@".unicodeScalars.contains($0)
+            }
+            let candidates =
+                hasWords
+                ? "SELECT rowid FROM trace_terms WHERE trace_terms MATCH :phrase"
+                : "SELECT id FROM trace_spans WHERE instr(record_names, :quoted) > 0"
+            // Each candidate checked for the exact name; a trace's time is its latest span's.
+            return try String.fetchAll(
+                db,
+                sql: """
+                    SELECT trace_id FROM trace_spans
+                    WHERE id IN (\(candidates))
+                      AND EXISTS (SELECT 1 FROM json_each(trace_spans.record_names) WHERE value = :name)
+                    GROUP BY trace_id ORDER BY max(start_us) DESC LIMIT :limit
+                    """,
+                arguments: [
+                    "phrase": Self.term(recordName, column: "record_names"),
+                    "quoted": JSON.string(recordName).serialized(), "name": recordName, "limit": limit,
+                ])
         }
     }
 
     @discardableResult
     public func pruneTraceSpans(endedBefore micros: Int64) async throws -> Int {
         try await traces.write { db in
+            // Spans, not rows: a span reported twice is two rows, a commit rides in its request's.
+            let spans =
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT (SELECT count(*) FROM (SELECT DISTINCT trace_id, span_id FROM trace_spans WHERE end_us < ?1))
+                            + (SELECT coalesce(sum(json_array_length(children)), 0) FROM trace_spans
+                               WHERE end_us < ?1 AND children IS NOT NULL)
+                        """, arguments: [micros]) ?? 0
             try db.execute(sql: "DELETE FROM trace_spans WHERE end_us < ?", arguments: [micros])
-            let count = db.changesCount
-            try db.execute(sql: "DELETE FROM trace_records WHERE at_us < ?", arguments: [micros])
-            return count
+            return spans
         }
     }
 }

@@ -60,9 +60,39 @@ public struct TraceSpan: Sendable, Equatable, Codable {
         self.recordNames = Array(recordNames.prefix(Self.maxRecordNames))
     }
 
-    /// The attributes as stored (JSON text).
-    package var attributesJSON: String { JSON.object(attributes.mapValues { .string($0) }).serialized() }
-    package var recordNamesJSON: String { JSON.array(recordNames.map { .string($0) }).serialized() }
+    /// The attributes as stored (JSON text, keys sorted), written without a `JSON` tree: it is
+    /// done for every traced request.
+    package var attributesJSON: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        Self.writeAttributes(attributes, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    package var recordNamesJSON: String {
+        guard !recordNames.isEmpty else { return "[]" }
+        var out: [UInt8] = []
+        out.reserveCapacity(recordNames.count * 24)
+        out.append(UInt8(ascii: "["))
+        for (offset, name) in recordNames.enumerated() {
+            if offset > 0 { out.append(UInt8(ascii: ",")) }
+            JSON.writeString(name, into: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `attributes` as a JSON object, keys sorted.
+    package static func writeAttributes(_ attributes: [String: String], into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        for (offset, member) in attributes.sorted(by: { $0.key < $1.key }).enumerated() {
+            if offset > 0 { out.append(UInt8(ascii: ",")) }
+            JSON.writeString(member.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            JSON.writeString(member.value, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
 
     package static func attributes(fromJSON text: String) -> [String: String] {
         guard let object = (try? JSON.parse(Array(text.utf8)))?.object else { return [:] }
