@@ -25,6 +25,12 @@ struct ThrottleOptions: ParsableArguments {
         name: .long,
         help: "Requests of one user the server runs at once while other users' requests share it (0: the user cap throughout).")
     var throttleContendedUserInFlight = ThrottleSettings().contendedUserInFlight
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "While other users' requests share the server, a user with requests waiting rests before each next one for this share of the last one's running time (0: no rest).",
+            valueName: "share"))
+    var throttleContendedRest = ThrottleSettings().contendedRest
     @Option(name: .long, help: "Requests from one address the server runs at once; more wait their turn (0: no cap).")
     var throttleAddressInFlight = ThrottleSettings().addressInFlight
 
@@ -45,6 +51,10 @@ struct ThrottleOptions: ParsableArguments {
         }
         settings.userInFlight = throttleUserInFlight
         settings.contendedUserInFlight = throttleContendedUserInFlight
+        guard throttleContendedRest >= 0, throttleContendedRest <= 10 else {
+            throw ValidationError("--throttle-contended-rest must be from 0 (no rest) to 10")
+        }
+        settings.contendedRest = throttleContendedRest
         settings.addressInFlight = throttleAddressInFlight
         return settings
     }

@@ -13,7 +13,10 @@ import NimbusStore
 /// With a ``Contention`` cap, a key whose requests share the server with another key's (one
 /// running or waiting now, or one that arrived within the contention window) runs at most
 /// that many: a user alone keeps the full cap for parallel work, and a user beside others
-/// takes one lane of the cores, not all of them (docs/THROTTLING.md).
+/// takes one lane of the cores, not all of them (docs/THROTTLING.md). With a ``Contention/rest``,
+/// such a key that keeps requests waiting also rests between them: its next request starts a
+/// share of the last one's running time after it ended, so a flood beside others leaves a
+/// core free part of the time, while a key that sends one request at a time never waits.
 package final class InFlightLimiter: Sendable {
     /// The lower cap of a key while another key is active.
     package struct Contention: Sendable {
@@ -22,16 +25,43 @@ package final class InFlightLimiter: Sendable {
         /// How recently another key's request must have arrived for this one to count as
         /// sharing the server.
         package var windowMillis: Int64
+        /// How long a key with requests waiting rests before its next one starts, as a share of
+        /// how long the last one ran (0: no rest; 1: at most about half the time).
+        package var rest: Double
+        /// The longest rest, in nanoseconds.
+        package var maxRestNanos: Int64
 
-        package init(limit: Int, windowMillis: Int64) {
+        package init(limit: Int, windowMillis: Int64, rest: Double = 0, maxRest: Duration = .milliseconds(20)) {
             self.limit = max(1, limit)
             self.windowMillis = windowMillis
+            self.rest = max(0, rest)
+            self.maxRestNanos = maxRest.nanoseconds
         }
+    }
+
+    /// The monotonic time rests are measured on, and how they are waited: tests inject one
+    /// that waits for nothing.
+    package struct Pacer: Sendable {
+        /// Nanoseconds since some fixed origin.
+        package var now: @Sendable () -> Int64
+        /// Waits; throws when the task is cancelled.
+        package var sleep: @Sendable (Duration) async throws -> Void
+
+        package init(now: @escaping @Sendable () -> Int64, sleep: @escaping @Sendable (Duration) async throws -> Void) {
+            self.now = now
+            self.sleep = sleep
+        }
+
+        package static let system: Pacer = {
+            let origin = ContinuousClock.now
+            return Pacer(now: { origin.duration(to: .now).nanoseconds }, sleep: { try await Task.sleep(for: $0) })
+        }()
     }
 
     private struct Waiter {
         var id: Int
-        var continuation: CheckedContinuation<Void, any Error>
+        /// Resumed with the rest to take before running.
+        var continuation: CheckedContinuation<Duration, any Error>
     }
 
     private struct Entry {
@@ -39,6 +69,8 @@ package final class InFlightLimiter: Sendable {
         var waiting: [Waiter] = []
         /// The cap the key's requests asked for.
         var limit = 0
+        /// When its latest request started (``Pacer`` nanoseconds), for its rest.
+        var lastStart: Int64 = 0
     }
 
     private enum Enqueued { case cancelled, running, waiting }
@@ -75,13 +107,19 @@ package final class InFlightLimiter: Sendable {
     private let state = NIOLockedValueBox(State())
     private let contention: Contention?
     private let clock: WallClock
+    private let pacer: Pacer
+    /// Whether starts are timed at all (a contention with a rest).
+    private let paces: Bool
 
     /// - Parameters:
     ///   - contention: the lower cap of a key that shares the server with others (`nil`: none).
     ///   - clock: what the contention window is measured with.
-    package init(contention: Contention? = nil, clock: WallClock = .system) {
+    ///   - pacer: what rests are measured and waited with.
+    package init(contention: Contention? = nil, clock: WallClock = .system, pacer: Pacer = .system) {
         self.contention = contention
         self.clock = clock
+        self.pacer = pacer
+        self.paces = (contention?.rest ?? 0) > 0
     }
 
     /// Waits for one of `key`'s `limit` places (`limit` 0: no cap). THROTTLED when
@@ -91,6 +129,7 @@ package final class InFlightLimiter: Sendable {
         guard limit > 0 else { return }
         enum Decision { case run, wait(Int), refuse }
         let now = contention == nil ? 0 : clock.nowMillis()
+        let started = paces ? pacer.now() : 0
         let contention = contention
         let decision: Decision = state.withLockedValue { state in
             state.arrived(key, at: now)
@@ -99,6 +138,7 @@ package final class InFlightLimiter: Sendable {
             entry.limit = limit
             if entry.running < cap {
                 entry.running += 1
+                entry.lastStart = started
                 state.entries[key] = entry
                 return .run
             }
@@ -116,8 +156,8 @@ package final class InFlightLimiter: Sendable {
                 "\(what) has \(limit) requests running and \(maxWaiting) waiting, the most this server takes; "
                     + "send fewer requests at once and retry after 1 s", retryAfter: 1)
         case .wait(let id):
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let rest = try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Duration, any Error>) in
                     // Decided again under the lock: a place freed since the first look is taken now.
                     let outcome: Enqueued = self.state.withLockedValue { state in
                         if state.cancelledEarly.remove(id) != nil {
@@ -128,6 +168,7 @@ package final class InFlightLimiter: Sendable {
                         var entry = state.entries[key, default: Entry(limit: limit)]
                         if entry.running < cap {
                             entry.running += 1
+                            entry.lastStart = started
                             state.entries[key] = entry
                             state.unresumed.remove(id)
                             return .running
@@ -138,12 +179,12 @@ package final class InFlightLimiter: Sendable {
                     }
                     switch outcome {
                     case .cancelled: continuation.resume(throwing: CancellationError())
-                    case .running: continuation.resume()
+                    case .running: continuation.resume(returning: .zero)
                     case .waiting: break
                     }
                 }
             } onCancel: {
-                let continuation: CheckedContinuation<Void, any Error>? = self.state.withLockedValue { state in
+                let continuation: CheckedContinuation<Duration, any Error>? = self.state.withLockedValue { state in
                     guard state.unresumed.contains(id) else { return nil }  // already given its place
                     guard var entry = state.entries[key], let index = entry.waiting.firstIndex(where: { $0.id == id })
                     else {
@@ -157,6 +198,13 @@ package final class InFlightLimiter: Sendable {
                 }
                 continuation?.resume(throwing: CancellationError())
             }
+            guard rest > .zero else { return }
+            do {
+                try await pacer.sleep(rest)
+            } catch {
+                release(key)
+                throw error
+            }
         }
     }
 
@@ -164,21 +212,30 @@ package final class InFlightLimiter: Sendable {
     /// higher again (no other key active any more), lets more of its waiting requests run.
     package func release(_ key: String) {
         let now = contention == nil ? 0 : clock.nowMillis()
-        let next: [CheckedContinuation<Void, any Error>] = state.withLockedValue { state in
-            guard var entry = state.entries[key] else { return [] }
+        let ended = paces ? pacer.now() : 0
+        let contention = contention
+        let next: (continuations: [CheckedContinuation<Duration, any Error>], rest: Duration) = state.withLockedValue { state in
+            guard var entry = state.entries[key] else { return ([], .zero) }
             entry.running -= 1
             let cap = state.limit(of: key, entry.limit, contention: contention, now: now)
-            var resumed: [CheckedContinuation<Void, any Error>] = []
+            // Beside others (its cap lowered) with more waiting: rest a share of the last run.
+            var rest: Int64 = 0
+            if let contention, contention.rest > 0, cap < entry.limit, !entry.waiting.isEmpty {
+                let ran = max(0, ended - entry.lastStart)
+                rest = min(Int64(Double(ran) * contention.rest), contention.maxRestNanos)
+            }
+            var resumed: [CheckedContinuation<Duration, any Error>] = []
             while entry.running < cap, !entry.waiting.isEmpty {
                 let waiter = entry.waiting.removeFirst()
                 state.unresumed.remove(waiter.id)
                 entry.running += 1
+                entry.lastStart = ended + rest
                 resumed.append(waiter.continuation)
             }
             state.entries[key] = entry.running > 0 || !entry.waiting.isEmpty ? entry : nil
-            return resumed
+            return (resumed, .nanoseconds(rest))
         }
-        for continuation in next { continuation.resume() }
+        for continuation in next.continuations { continuation.resume(returning: next.rest) }
     }
 
     /// Requests running and waiting under `key`.

@@ -31,7 +31,9 @@ package final class RequestThrottle: Sendable {
         addresses = RateLimiter(maxKeys: settings.maxKeys)
         userSlots = InFlightLimiter(
             contention: settings.contendedUserInFlight > 0
-                ? .init(limit: settings.contendedUserInFlight, windowMillis: settings.contentionWindow.milliseconds)
+                ? .init(
+                    limit: settings.contendedUserInFlight, windowMillis: settings.contentionWindow.milliseconds,
+                    rest: settings.contendedRest)
                 : nil,
             clock: clock)
     }

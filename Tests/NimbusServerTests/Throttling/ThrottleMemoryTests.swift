@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -127,5 +128,90 @@ import Testing
         #expect(Self.load(limiter) == [3, 0])
         for _ in 0..<3 { limiter.release("alice") }
         #expect(Self.load(limiter) == [0, 0])
+    }
+
+    /// A pacer whose time moves only when told, and whose rests are noted, not waited.
+    final class NotedRests: Sendable {
+        let nanos = NIOLockedValueBox<Int64>(0)
+        let rests = NIOLockedValueBox<[Duration]>([])
+
+        var pacer: InFlightLimiter.Pacer {
+            InFlightLimiter.Pacer(
+                now: { self.nanos.withLockedValue { $0 } },
+                sleep: { rest in self.rests.withLockedValue { $0.append(rest) } })
+        }
+
+        func advance(by duration: Duration) {
+            nanos.withLockedValue { $0 += duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000 }
+        }
+    }
+
+    @Test func besideAnotherUserAUserWithRequestsWaitingRestsBetweenThem() async throws {
+        let clock = ManualWallClock(millis: 1_800_000_000_000)
+        let time = NotedRests()
+        let limiter = InFlightLimiter(
+            contention: .init(limit: 1, windowMillis: 100, rest: 1, maxRest: .milliseconds(20)), clock: clock.wallClock,
+            pacer: time.pacer)
+        // Alone: requests waiting for the cap of 4 start without a rest.
+        for _ in 0..<4 { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        let fifth = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        await Self.awaitWaiting(limiter, "alice", 1)
+        time.advance(by: .milliseconds(3))
+        limiter.release("alice")
+        try await fifth.value
+        for _ in 0..<4 { limiter.release("alice") }
+        #expect(time.rests.withLockedValue { $0 }.isEmpty)
+
+        // Beside Bob, the request waiting behind one that ran 4 ms rests 4 ms first…
+        try await limiter.acquire("bob", limit: 4, maxWaiting: 8, what: "this user")
+        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
+        let second = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        await Self.awaitWaiting(limiter, "alice", 1)
+        time.advance(by: .milliseconds(4))
+        limiter.release("alice")
+        try await second.value
+        #expect(time.rests.withLockedValue { $0 } == [.milliseconds(4)])
+
+        // …and never more than the longest rest, after a slow one.
+        let third = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        await Self.awaitWaiting(limiter, "alice", 1)
+        time.advance(by: .milliseconds(4) + .milliseconds(300))  // its 4 ms rest, then 300 ms of work
+        limiter.release("alice")
+        try await third.value
+        #expect(time.rests.withLockedValue { $0 } == [.milliseconds(4), .milliseconds(20)])
+
+        // A request sent when none of hers waits starts at once: one at a time never rests.
+        limiter.release("alice")
+        time.advance(by: .milliseconds(5))
+        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
+        limiter.release("alice")
+        #expect(time.rests.withLockedValue { $0 }.count == 2)
+        limiter.release("bob")
+        #expect(Self.load(limiter) == [0, 0])
+    }
+
+    @Test func aRequestCancelledWhileItRestsGivesBackItsPlace() async throws {
+        let time = NotedRests()
+        let resting = AsyncStream<Void>.makeStream()
+        let limiter = InFlightLimiter(
+            contention: .init(limit: 1, windowMillis: 100, rest: 1), clock: ManualWallClock(millis: 0).wallClock,
+            pacer: InFlightLimiter.Pacer(
+                now: { time.nanos.withLockedValue { $0 } },
+                sleep: { _ in
+                    resting.continuation.yield()
+                    try await Task.sleep(for: .seconds(3600))
+                }))
+        try await limiter.acquire("bob", limit: 4, maxWaiting: 8, what: "this user")
+        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
+        let second = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        await Self.awaitWaiting(limiter, "alice", 1)
+        time.advance(by: .milliseconds(2))
+        limiter.release("alice")
+        for await _ in resting.stream { break }
+        #expect(Self.load(limiter) == [1, 0])
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
+        #expect(Self.load(limiter) == [0, 0])
+        limiter.release("bob")
     }
 }
