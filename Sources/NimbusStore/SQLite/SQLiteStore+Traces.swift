@@ -93,11 +93,15 @@ extension SQLiteStore: TraceStore {
     /// - `children`: a span whose parent is in the same write, from the same source, and that
     ///   names no records (a request's `commit`) is kept in its parent's row, as JSON.
     /// - `trace_terms`: an FTS5 index over `trace_spans.trace_id` and `.record_names` (external
-    ///   content, kept by triggers). It replaces the unique (trace ID, span ID) index and
+    ///   content). It replaces the unique (trace ID, span ID) index and
     ///   `trace_records`, whose entries each went to a random page: FTS5 writes a transaction's
     ///   terms as one new segment, and merges segments later in bulk.
     /// - Without the unique index a span reported again is a second row; readers keep the
     ///   latest row of each span ID.
+    /// - ``appendTraceSpans(_:)`` indexes the rows it writes itself: an insert trigger made each
+    ///   row's terms a segment of their own (FTS5 flushes at each trigger's statement), which
+    ///   cost more than twice the rest of the write. Triggers keep the index right when rows
+    ///   are deleted (pruning) or changed.
     ///
     /// Measured with `nimbus-bench trace-store` (docs/PERFORMANCE.md, "Tracing overhead").
     static func migrateTraceRowsAndTermIndex(_ db: Database) throws {
@@ -107,12 +111,9 @@ extension SQLiteStore: TraceStore {
                 DROP TABLE trace_records;
                 DROP INDEX trace_spans_by_trace;
                 CREATE VIRTUAL TABLE trace_terms USING fts5(
-                    trace_id, record_names, content = 'trace_spans', content_rowid = 'id',
+                    trace_id, record_names, content = 'trace_spans', content_rowid = 'id', columnsize = 0,
                     tokenize = "unicode61 tokenchars '-_.:@'");
                 INSERT INTO trace_terms (trace_terms) VALUES ('rebuild');
-                CREATE TRIGGER trace_terms_insert AFTER INSERT ON trace_spans BEGIN
-                    INSERT INTO trace_terms (rowid, trace_id, record_names) VALUES (new.id, new.trace_id, new.record_names);
-                END;
                 CREATE TRIGGER trace_terms_delete AFTER DELETE ON trace_spans BEGIN
                     INSERT INTO trace_terms (trace_terms, rowid, trace_id, record_names)
                         VALUES ('delete', old.id, old.trace_id, old.record_names);
@@ -135,13 +136,16 @@ extension SQLiteStore: TraceStore {
                         status, error_code, message, attributes, record_names, children)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
+            let terms = try db.cachedStatement(
+                sql: "INSERT INTO trace_terms (rowid, trace_id, record_names) VALUES (?, ?, ?)")
             for row in rows {
                 let item = row.span
+                let names = item.recordNamesJSON
                 try statement.execute(arguments: [
                     item.traceID, item.spanID, item.parentSpanID, item.name, item.source, item.startMicros, item.endMicros,
-                    item.status.rawValue, item.errorCode, item.message, item.attributesJSON, item.recordNamesJSON,
-                    row.childrenJSON,
+                    item.status.rawValue, item.errorCode, item.message, item.attributesJSON, names, row.childrenJSON,
                 ])
+                try terms.execute(arguments: [db.lastInsertedRowID, item.traceID, names])
             }
         }
     }
