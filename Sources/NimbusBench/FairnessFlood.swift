@@ -4,6 +4,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NimbusProtocol
+import NimbusServer
 
 /// `nimbus-bench fairness-flood` (hidden): the flooding user of `nimbus-bench fairness`, in a
 /// process of its own, as a flooding device on another machine would be: its client's work is
@@ -84,35 +85,35 @@ enum FairnessFlood {
 /// The flooder as a child process (`nimbus-bench fairness-flood`), asked for its tally through
 /// a pipe.
 final class FloodProcess: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let input: FileHandle
     private let output: FileHandle
 
     init(baseURL: String, credentials: BenchCredentials, connections: Int, batch: Int, rate: Double) throws {
-        let process = Process()
         #if os(Linux)
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        let executable = "/proc/self/exe"
         #else
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        let executable = CommandLine.arguments[0]
         #endif
-        process.arguments = [
-            "fairness-flood", "--flood-url", baseURL, "--flood-container", credentials.container,
-            "--flood-api-token", credentials.apiToken, "--flood-web-auth-token", credentials.webAuthToken,
-            "--flood-connections", String(connections), "--flood-batch", String(batch), "--flood-rate", String(rate),
-        ]
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
+        let process = try ChildProcess(
+            executable: executable,
+            arguments: [
+                "fairness-flood", "--flood-url", baseURL, "--flood-container", credentials.container,
+                "--flood-api-token", credentials.apiToken, "--flood-web-auth-token", credentials.webAuthToken,
+                "--flood-connections", String(connections), "--flood-batch", String(batch), "--flood-rate", String(rate),
+            ],
+            input: .pipe, output: .pipe)
         #if canImport(Glibc)
         // The lowest CPU priority: the flooder stands in for a device on another machine, so its
         // client's work should not take the server's cores.
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process.processIdentifier), 19)
         #endif
+        guard let input = process.standardInput, let output = process.standardOutput else {
+            throw BenchError("no pipes to the flooding process")
+        }
         self.process = process
-        input = stdin.fileHandleForWriting
-        output = stdout.fileHandleForReading
+        self.input = input
+        self.output = output
     }
 
     /// The child's tally now (blocks until it answers).

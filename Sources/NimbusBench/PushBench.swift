@@ -123,7 +123,7 @@ func serverExecutable() throws -> String {
 /// storage. Devices connect to the first node; saves go through the last, so with two nodes
 /// every push crosses nodes (PostgreSQL LISTEN/NOTIFY).
 final class ServerProcess: Sendable {
-    let processes: [Process]
+    let processes: [ChildProcess]
     let storage: StorageLocation
     /// Where devices connect (the first node).
     let baseURL: String
@@ -134,7 +134,7 @@ final class ServerProcess: Sendable {
     let store: any NimbusStorage
 
     private init(
-        processes: [Process], storage: StorageLocation, baseURLs: [String], apiToken: String, store: any NimbusStorage
+        processes: [ChildProcess], storage: StorageLocation, baseURLs: [String], apiToken: String, store: any NimbusStorage
     ) {
         self.processes = processes
         self.storage = storage
@@ -177,7 +177,7 @@ final class ServerProcess: Sendable {
             storage = .sqlite(directory: directory)
             storageArguments = ["--data", directory]
         }
-        var processes: [Process] = []
+        var processes: [ChildProcess] = []
         var baseURLs: [String] = []
         do {
             for _ in 0..<max(1, setup.postgres == nil ? 1 : setup.nodes) {
@@ -192,35 +192,30 @@ final class ServerProcess: Sendable {
             return ServerProcess(
                 processes: processes, storage: storage, baseURLs: baseURLs, apiToken: token.token, store: store)
         } catch {
-            for process in processes { process.interrupt(); process.waitUntilExit() }
+            for process in processes { process.send(SIGINT); process.waitUntilExit() }
             throw error
         }
     }
 
     /// Starts one `nimbus serve` and waits for the URL it prints.
-    private static func launch(_ storageArguments: [String]) async throws -> (Process, String) {
+    private static func launch(_ storageArguments: [String]) async throws -> (ChildProcess, String) {
         let executable = try serverExecutable()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--port", "0", "--log-level", "error"] + storageArguments
+        var path = executable
+        var arguments = ["serve", "--port", "0", "--log-level", "error"] + storageArguments
         if let output = ProcessInfo.processInfo.environment["BENCH_HEAPTRACK"] {
-            process.arguments = ["-o", output, executable] + (process.arguments ?? [])
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/heaptrack")
+            arguments = ["-o", output, executable] + arguments
+            path = "/usr/bin/heaptrack"
         }
-        if let arenas = ProcessInfo.processInfo.environment["BENCH_MALLOC_ARENA_MAX"] {
-            var environment = ProcessInfo.processInfo.environment
-            environment["MALLOC_ARENA_MAX"] = arenas
-            process.environment = environment
-        }
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        var environment = ProcessInfo.processInfo.environment
+        if let arenas = environment["BENCH_MALLOC_ARENA_MAX"] { environment["MALLOC_ARENA_MAX"] = arenas }
+        let process = try ChildProcess(executable: path, arguments: arguments, environment: environment, output: .pipe)
+        guard let output = process.standardOutput else { throw BenchError("no pipe from nimbus serve") }
         // "Nimbus is listening on http://127.0.0.1:PORT (…)"
         let baseURL: String = try await withCheckedThrowingContinuation { continuation in
             Thread {
                 var text = ""
                 while true {
-                    let data = output.fileHandleForReading.availableData
+                    let data = output.availableData
                     if data.isEmpty {
                         continuation.resume(throwing: BenchError("nimbus serve exited before listening: \(text)"))
                         return
@@ -253,7 +248,7 @@ final class ServerProcess: Sendable {
     func stop() async {
         try? await store.shutdown()
         for process in processes {
-            process.interrupt()
+            process.send(SIGINT)
             process.waitUntilExit()
         }
         var logger = Logger(label: "nimbus-bench")

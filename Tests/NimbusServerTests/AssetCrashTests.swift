@@ -94,11 +94,11 @@ struct AssetCrashTests {
 
 /// A `nimbus serve` child process on a free port; ``kill()`` ends it with SIGKILL.
 final class ServeProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     let port: Int
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    private init(process: Process, port: Int) {
+    private init(process: ChildProcess, port: Int) {
         self.process = process
         self.port = port
     }
@@ -122,14 +122,13 @@ final class ServeProcess: Sendable {
     }
 
     static func start(directory: String) async throws -> ServeProcess {
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = ["serve", "--data", directory, "--port", "0", "--log-level", "critical"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        let process = try ChildProcess(
+            executable: executable().path,
+            arguments: ["serve", "--data", directory, "--port", "0", "--log-level", "critical"], output: .pipe,
+            error: .discard)
+        guard let output = process.standardOutput else { throw TestFailure("no pipe from nimbus serve") }
         let seen = NIOLockedValueBox((text: "", continuation: CheckedContinuation<Int?, Never>?.none))
-        output.fileHandleForReading.readabilityHandler = { handle in
+        output.readabilityHandler = { handle in
             let data = handle.availableData
             seen.withLockedValue { state in
                 state.text += String(decoding: data, as: UTF8.self)
@@ -142,7 +141,6 @@ final class ServeProcess: Sendable {
                 }
             }
         }
-        try process.run()
         let port = await withCheckedContinuation { (continuation: CheckedContinuation<Int?, Never>) in
             seen.withLockedValue { state in
                 if let port = Self.port(in: state.text) {
@@ -152,9 +150,10 @@ final class ServeProcess: Sendable {
                 }
             }
         }
-        output.fileHandleForReading.readabilityHandler = nil
+        output.readabilityHandler = nil
         guard let port else {
-            process.terminate()
+            process.send(SIGTERM)
+            process.waitUntilExit()
             throw TestFailure("nimbus serve exited before listening: \(seen.withLockedValue { $0.text })")
         }
         return ServeProcess(process: process, port: port)
@@ -170,8 +169,7 @@ final class ServeProcess: Sendable {
 
     /// SIGKILL, then waits for the exit (once).
     func kill() {
-        guard process.isRunning else { return }
-        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
     }
 }

@@ -126,13 +126,10 @@ struct QuotaTests {
 
     /// Runs the `nimbus` CLI on a data directory with `--json` and parses what it prints.
     static func nimbus(_ arguments: [String], data directory: String) throws -> JSON {
-        let process = Process()
-        process.executableURL = try ServeProcess.executable()
-        process.arguments = arguments + ["--data", directory, "--json"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let process = try ChildProcess(
+            executable: ServeProcess.executable().path, arguments: arguments + ["--data", directory, "--json"],
+            output: .pipe)
+        let data = process.standardOutput?.readDataToEndOfFile() ?? Data()
         process.waitUntilExit()
         return try JSON.parse(Array(data))
     }
