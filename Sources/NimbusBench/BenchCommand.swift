@@ -401,6 +401,9 @@ struct BenchCredentials: Sendable {
     var webAuthToken: String
 }
 
+/// The bench client's trace and span IDs (the server's generator, seeded once).
+private let benchTraceIDs = TraceIDGenerator(seed: UInt64.random(in: 1...UInt64.max))
+
 /// Counts of one or more `records/modify` answers.
 struct BatchOutcome: Sendable {
     var saved = 0
@@ -442,17 +445,17 @@ struct BenchClient: Sendable {
         return (Int(response.status.code), json)
     }
 
-    /// A sampled `traceparent` with random IDs, made without `String(format:)` (whose cost, in
-    /// the bench's own process, would be counted as the server's).
+    /// A sampled `traceparent` with random IDs, made without `String(format:)` nor a system
+    /// call per ID (whose cost, in the bench's own process, would be counted as the server's):
+    /// SplitMix64 from a seed drawn once.
     static func randomTraceParent() -> String {
         let digits = Array("0123456789abcdef".utf8)
         var bytes = Array("00-".utf8)
         bytes.reserveCapacity(55)
-        var random = SystemRandomNumberGenerator()
         for count in [32, 16] {
             var bits: UInt64 = 0
             for index in 0..<count {
-                if index % 16 == 0 { bits = random.next() }
+                if index % 16 == 0 { bits = benchTraceIDs.next() }
                 bytes.append(digits[Int(bits & 0xF)])
                 bits >>= 4
             }

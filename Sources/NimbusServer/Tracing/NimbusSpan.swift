@@ -27,9 +27,10 @@ final class NimbusSpan: Tracing.Span, Sendable {
     let startMicros: Int64
     private let journal: TraceJournal
     private let state: NIOLockedValueBox<State>
-    /// The context the span was started in, with its own trace context (not the span itself:
-    /// the span holding a context that holds the span would never be freed).
-    private let baseContext: ServiceContext
+    /// The context the span was started in (not one holding the span itself: the span holding
+    /// a context that holds the span would never be freed). Its own contexts are made when
+    /// asked for: a request's `commit` span is never asked.
+    private let startedIn: ServiceContext
 
     init(
         operationName: String, context: ServiceContext, traceContext: TraceContext, parentSpanID: SpanID?,
@@ -40,20 +41,22 @@ final class NimbusSpan: Tracing.Span, Sendable {
         self.startMicros = startMicros
         self.journal = journal
         self.state = NIOLockedValueBox(State(operationName: operationName))
-        var context = context
-        context[TraceContextKey.self] = traceContext
-        self.baseContext = context
+        self.startedIn = context
     }
 
     /// The span's context, holding the span, for handlers to find (``ServiceContext/currentSpan``).
     var context: ServiceContext {
-        var context = baseContext
+        var context = parentContext
         context[CurrentSpanKey.self] = self
         return context
     }
 
     /// The context a child span of this one starts in (its trace context, not the span).
-    var parentContext: ServiceContext { baseContext }
+    var parentContext: ServiceContext {
+        var context = startedIn
+        context[TraceContextKey.self] = traceContext
+        return context
+    }
 
     /// The `traceparent` that names this span as the parent of what it causes.
     var traceParent: String { traceContext.traceParentHeaderValue }
@@ -136,7 +139,8 @@ final class NimbusSpan: Tracing.Span, Sendable {
 /// What a server span records, as the trace view reads it: attributes shown as they are, the
 /// record names the hop touched, and a CloudKit `serverErrorCode` with what happened in words.
 struct SpanFacts: Sendable {
-    var attributes: [String: String] = [:]
+    /// Room for the facts a request span gets, so the dictionary grows once.
+    var attributes = [String: String](minimumCapacity: 8)
     var recordNames: [String] = []
     var errorCode: String?
     var message: String?

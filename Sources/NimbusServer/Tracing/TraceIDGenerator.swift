@@ -4,16 +4,16 @@ import NIOConcurrencyHelpers
 /// from the system's generator, under a lock. Asking the kernel for every ID (what
 /// `SpanID.random()` does) showed in the profile of a traced request; W3C asks IDs to be
 /// unique and random-looking, not secret, and SplitMix64 never repeats within 2⁶⁴ draws.
-final class TraceIDGenerator: Sendable {
+package final class TraceIDGenerator: Sendable {
     private let state: NIOLockedValueBox<UInt64>
 
     /// - Parameter seed: the first state (tests pass a fixed one; the server a random one).
-    init(seed: UInt64) {
+    package init(seed: UInt64) {
         state = NIOLockedValueBox(seed)
     }
 
     /// The next 64 random bits.
-    func next() -> UInt64 {
+    package func next() -> UInt64 {
         var z = state.withLockedValue { state -> UInt64 in
             state &+= 0x9E37_79B9_7F4A_7C15
             return state
