@@ -15,13 +15,17 @@ public struct HTTPClientTransport: Transport {
         self.client = client
     }
 
-    /// The SDK's process-wide client, never shut down. It does not retry failed connection
-    /// attempts itself: an unreachable server is reported at once as
+    /// The SDK's process-wide client, never shut down. It closes connections idle for 50 s
+    /// (before the server's 60 s) and does not retry failed connection attempts itself: an unreachable server is reported at once as
     /// ``NimbusError/Code/networkUnavailable``, and retrying is the caller's policy
     /// (``Retrier``, a sync engine's scheduler).
     public static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.retryConnectionEstablishment = false
+        // Shorter than a Nimbus server keeps an idle connection (60 s), so the client drops it
+        // first: with both at 60 s, a request sent on a connection idle for a minute could meet
+        // the server closing it.
+        configuration.connectionPool.idleTimeout = .seconds(50)
         configuration.timeout.connect = .seconds(10)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()

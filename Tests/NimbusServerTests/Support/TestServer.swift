@@ -37,6 +37,12 @@ final class TestServer: Sendable {
     ) async throws -> TestServer {
         var configuration = ServerConfiguration(port: 0)
         configuration.storage = engine.freshStorage()
+        // Longer than the tests' HTTP client keeps an idle connection (`HTTPClient.shared`: 60 s,
+        // the server's default too), so the client always drops it first. With the two equal, a
+        // test that left its connection idle about a minute under the full suite's load (41
+        // devices connecting) had it closed by the server as it sent a modify on it
+        // (`remoteConnectionClosed`). Tests of the idle timeout set their own.
+        configuration.connections.idleTimeout = .seconds(120)
         configure(&configuration)
         let server = try await RunningServer.start(configuration, logger: logger, delivery: delivery)
         do {
