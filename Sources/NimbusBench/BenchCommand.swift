@@ -446,23 +446,34 @@ struct BenchClient: Sendable {
     }
 
     /// A sampled `traceparent` with random IDs, made without `String(format:)` nor a system
-    /// call per ID (whose cost, in the bench's own process, would be counted as the server's):
-    /// SplitMix64 from a seed drawn once.
+    /// call per ID (whose cost, in the bench's own process, would be counted as the server's).
     static func randomTraceParent() -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var bytes = Array("00-".utf8)
         bytes.reserveCapacity(55)
-        for count in [32, 16] {
-            var bits: UInt64 = 0
-            for index in 0..<count {
-                if index % 16 == 0 { bits = benchTraceIDs.next() }
-                bytes.append(digits[Int(bits & 0xF)])
-                bits >>= 4
-            }
-            bytes.append(UInt8(ascii: "-"))
-        }
-        bytes.append(contentsOf: Array("01".utf8))
+        appendRandomHex(digits: 32, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        appendRandomHex(digits: 16, to: &bytes)
+        bytes.append(contentsOf: Array("-01".utf8))
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `digits` random lowercase hex digits (IDs for traces and spans), from the server's
+    /// SplitMix64 generator seeded once.
+    static func randomHex(digits: Int) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits)
+        appendRandomHex(digits: digits, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func appendRandomHex(digits count: Int, to bytes: inout [UInt8]) {
+        let digits = Array("0123456789abcdef".utf8)
+        var bits: UInt64 = 0
+        for index in 0..<count {
+            if index % 16 == 0 { bits = benchTraceIDs.next() }
+            bytes.append(digits[Int(bits & 0xF)])
+            bits >>= 4
+        }
     }
 
     func createZone(_ name: String) async throws {
@@ -744,10 +755,16 @@ struct MachineInfo: Sendable {
 
 /// CPU time (user + system) this process has used so far: client and, when embedded, server.
 func processCPUSeconds() -> Double {
+    let cpu = processCPU()
+    return cpu.user + cpu.system
+}
+
+/// User and system CPU seconds of this process.
+func processCPU() -> (user: Double, system: Double) {
     var usage = rusage()
     getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
     func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    return (seconds(usage.ru_utime), seconds(usage.ru_stime))
 }
 
 /// The benches under `nimbus-bench`: the push bench's devices read raw Linux sockets (epoll,

@@ -24,7 +24,6 @@ struct TraceStoreBenchCommand: AsyncParsableCommand {
         let store = try SQLiteStore(directory: directory)
         defer { try? store.close() }
 
-        var generator = SystemRandomNumberGenerator()
         var batches: [[TraceSpan]] = []
         var someNames: [String] = []
         var now: Int64 = 1_790_000_000_000_000
@@ -32,24 +31,24 @@ struct TraceStoreBenchCommand: AsyncParsableCommand {
             var spans: [TraceSpan] = []
             for _ in 0..<batch {
                 now += 1_100
-                let trace = Self.hex(&generator, digits: 32)
-                let request = Self.hex(&generator, digits: 16)
+                let trace = BenchClient.randomHex(digits: 32)
+                let request = BenchClient.randomHex(digits: 16)
                 let recordNames = (0..<names).map { _ in UUID().uuidString }
                 if someNames.count < 100, let name = recordNames.first { someNames.append(name) }
                 spans.append(
                     TraceSpan(
-                        traceID: trace, spanID: Self.hex(&generator, digits: 16), parentSpanID: request, name: "commit",
+                        traceID: trace, spanID: BenchClient.randomHex(digits: 16), parentSpanID: request, name: "commit",
                         source: "server bench", startMicros: now + 300, endMicros: now + 700,
                         message: "committed; no subscription matched, so no device is notified",
                         attributes: ["container": "iCloud.bench", "database": "private", "version": "\(now)", "notifications": "0"]))
                 spans.append(
                     TraceSpan(
-                        traceID: trace, spanID: request, parentSpanID: Self.hex(&generator, digits: 16),
+                        traceID: trace, spanID: request, parentSpanID: BenchClient.randomHex(digits: 16),
                         name: "records/modify", source: "server bench", startMicros: now, endMicros: now + 1_000,
                         attributes: [
                             "container": "iCloud.bench", "environment": "development", "database": "private",
                             "zone": "Bench", "records": String(names), "user": "_b4c3f1e2d9a8", "status": "200",
-                            "request_id": Self.hex(&generator, digits: 16),
+                            "request_id": BenchClient.randomHex(digits: 16),
                         ],
                         recordNames: recordNames))
             }
@@ -57,7 +56,7 @@ struct TraceStoreBenchCommand: AsyncParsableCommand {
         }
 
         // The rows and their JSON alone, without SQLite: the Swift side of a write.
-        let encodeStart = Self.cpu()
+        let encodeStart = processCPU()
         var encodedBytes = 0
         for spans in batches {
             for row in TraceSpanRows.rows(of: spans) {
@@ -65,17 +64,17 @@ struct TraceStoreBenchCommand: AsyncParsableCommand {
                     + (row.childrenJSON?.utf8.count ?? 0)
             }
         }
-        let encodeEnd = Self.cpu()
+        let encodeEnd = processCPU()
         let encodeMicros =
             (encodeEnd.user + encodeEnd.system - encodeStart.user - encodeStart.system) * 1e6
             / Double(max(1, batches.count * batch))
 
-        let cpu = Self.cpu()
+        let cpu = processCPU()
         let start = ContinuousClock.now
         for spans in batches { try await store.appendTraceSpans(spans) }
         let wall = (ContinuousClock.now - start).seconds
         let written = batches.count * batch
-        let end = Self.cpu()
+        let end = processCPU()
         let cpuMicros = (end.user + end.system - cpu.user - cpu.system) * 1e6 / Double(max(1, written))
         let systemMicros = (end.system - cpu.system) * 1e6 / Double(max(1, written))
 
@@ -90,26 +89,5 @@ struct TraceStoreBenchCommand: AsyncParsableCommand {
                     cpuMicros, systemMicros, cpuMicros / Double(max(1, names)), Double(written) / wall)
                 + String(format: "lookup by record name %.3f ms (%d of %d found); ", lookupMillis, found, someNames.count)
                 + String(format: "laying out the rows and their JSON alone: %.1f µs per request (%d bytes)", encodeMicros, encodedBytes))
-    }
-
-    /// User and system CPU seconds of this process.
-    private static func cpu() -> (user: Double, system: Double) {
-        var usage = rusage()
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
-        return (seconds(usage.ru_utime), seconds(usage.ru_stime))
-    }
-
-    private static func hex(_ generator: inout SystemRandomNumberGenerator, digits: Int) -> String {
-        let alphabet = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits)
-        var bits: UInt64 = 0
-        for index in 0..<digits {
-            if index % 16 == 0 { bits = generator.next() }
-            bytes.append(alphabet[Int(bits & 0xF)])
-            bits >>= 4
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

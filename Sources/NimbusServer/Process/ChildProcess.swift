@@ -61,7 +61,12 @@ package final class ChildProcess: Sendable {
         defer { for descriptor in childEnds { close(descriptor) } }
         func route(_ stream: Stream, to target: Int32, childReads: Bool) throws -> FileHandle? {
             switch stream {
-            case .inherit: return nil
+            case .inherit:
+                #if !canImport(Glibc)
+                // POSIX_SPAWN_CLOEXEC_DEFAULT (below) would close it otherwise.
+                posix_spawn_file_actions_addinherit_np(&actions, target)
+                #endif
+                return nil
             case .discard:
                 posix_spawn_file_actions_addopen(&actions, target, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0)
                 return nil

@@ -146,6 +146,15 @@ import Testing
         }
     }
 
+    /// Bob and Alice each have a request running, and Alice a second one waiting (returned).
+    static func aliceWaitsBesideBob(_ limiter: InFlightLimiter) async throws -> Task<Void, any Error> {
+        try await limiter.acquire("bob", limit: 4, maxWaiting: 8, what: "this user")
+        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
+        let second = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        await awaitWaiting(limiter, "alice", 1)
+        return second
+    }
+
     @Test func besideAnotherUserAUserWithRequestsWaitingRestsBetweenThem() async throws {
         let clock = ManualWallClock(millis: 1_800_000_000_000)
         let time = NotedRests()
@@ -163,10 +172,7 @@ import Testing
         #expect(time.rests.withLockedValue { $0 }.isEmpty)
 
         // Beside Bob, the request waiting behind one that ran 4 ms rests 4 ms first…
-        try await limiter.acquire("bob", limit: 4, maxWaiting: 8, what: "this user")
-        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
-        let second = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
-        await Self.awaitWaiting(limiter, "alice", 1)
+        let second = try await Self.aliceWaitsBesideBob(limiter)
         time.advance(by: .milliseconds(4))
         limiter.release("alice")
         try await second.value
@@ -201,10 +207,7 @@ import Testing
                     resting.continuation.yield()
                     try await Task.sleep(for: .seconds(3600))
                 }))
-        try await limiter.acquire("bob", limit: 4, maxWaiting: 8, what: "this user")
-        try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
-        let second = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
-        await Self.awaitWaiting(limiter, "alice", 1)
+        let second = try await Self.aliceWaitsBesideBob(limiter)
         time.advance(by: .milliseconds(2))
         limiter.release("alice")
         for await _ in resting.stream { break }
