@@ -68,6 +68,8 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Send a sampled W3C traceparent with every request, so the server traces each (what tracing costs).")
     var traced = false
+    @Option(name: .long, help: "How long the embedded server's trace journal gathers spans before it writes them, in ms (default: the server's, TraceSettings.flushInterval).")
+    var traceFlushMillis: Int?
 
     @Flag(name: .long, help: "Run the embedded server without metrics (`nimbus serve --no-metrics`), to measure their cost.")
     var noMetrics = false
@@ -77,6 +79,7 @@ struct BenchCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        if let traceFlushMillis, !(1...1000).contains(traceFlushMillis) { throw ValidationError("--trace-flush-millis must be within 1...1000") }
         guard (1...200).contains(batch) else { throw ValidationError("--batch must be within 1...200") }
         guard (1...200).contains(page) else { throw ValidationError("--page must be within 1...200") }
         guard writers >= 1, readers >= 1, records >= 1, samples >= 1, fetchPasses >= 1 else {
@@ -121,6 +124,7 @@ struct BenchCommand: AsyncParsableCommand {
         } else {
             var configuration = ServerConfiguration(port: 0)
             configuration.metrics.enabled = !noMetrics
+            if let traceFlushMillis { configuration.tracing.flushInterval = .milliseconds(traceFlushMillis) }
             if let postgres {
                 configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_\(runID)")
             } else {

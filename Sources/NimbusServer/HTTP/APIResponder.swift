@@ -41,14 +41,15 @@ struct APIResponder: Sendable {
     func respond(to request: Request, context: some RequestContext) async -> Response {
         guard let tracer else { return await respondUntraced(to: request, context: context) }
         var trace = ServiceContext.topLevel
-        tracer.extract(request.headers, into: &trace, using: HTTPFieldsExtractor())
+        let headers = TraceHeaders(request.headers, deviceHeader: Self.deviceHeader)
+        tracer.extract(headers, into: &trace, using: TraceHeadersExtractor())
         guard tracer.isSampled(trace) else { return await respondUntraced(to: request, context: context) }
         // Named for its operation once ``handle(_:context:)`` has parsed the path.
         let span = tracer.startSpan("request", context: trace, ofKind: .server)
         let response = await ServiceContext.withValue(span.context) {
             await respondUntraced(to: request, context: context)
         }
-        let device = request.headers[Self.deviceHeader]
+        let device = headers.deviceID
         span.update { facts in
             facts["http.status"] = String(response.status.code)
             if let device { facts["device"] = device }

@@ -82,7 +82,7 @@ extension CloudKitAPI {
         let atomic = (try call.body.optionalBool("atomic") ?? false) && !zoneID.isDefault
         let policy = try await writePolicy(call)
         let trace = ModifyTrace(tracer: tracer, zone: zoneID.zoneName, call: call, names: pending.map(\.record.recordName))
-        caller.traceParent = trace?.commit.traceParent
+        caller.traceParent = trace?.commitTraceParent
         let outcome: ModifyOutcome
         do {
             outcome = try await store.modifyRecords(

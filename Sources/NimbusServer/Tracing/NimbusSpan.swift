@@ -20,6 +20,8 @@ final class NimbusSpan: Tracing.Span, Sendable {
         var attributes = SpanAttributes()
         var status: SpanStatus?
         var ended = false
+        /// Hops inside this span that have no span object of their own (``ChildHop``).
+        var children: [ChildHop] = []
     }
 
     let traceContext: TraceContext
@@ -28,8 +30,7 @@ final class NimbusSpan: Tracing.Span, Sendable {
     private let journal: TraceJournal
     private let state: NIOLockedValueBox<State>
     /// The context the span was started in (not one holding the span itself: the span holding
-    /// a context that holds the span would never be freed). Its own contexts are made when
-    /// asked for: a request's `commit` span is never asked.
+    /// a context that holds the span would never be freed). Its own is made when asked for.
     private let startedIn: ServiceContext
 
     init(
@@ -44,22 +45,16 @@ final class NimbusSpan: Tracing.Span, Sendable {
         self.startedIn = context
     }
 
-    /// The span's context, holding the span, for handlers to find (``ServiceContext/currentSpan``).
+    /// The span's context, holding the span, for handlers to find (``ServiceContext/currentSpan``)
+    /// and for a child span to name as its parent (``ServiceContext/traceContext``).
     var context: ServiceContext {
-        var context = parentContext
+        var context = startedIn
         context[CurrentSpanKey.self] = self
         return context
     }
 
-    /// The context a child span of this one starts in (its trace context, not the span).
-    var parentContext: ServiceContext {
-        var context = startedIn
-        context[TraceContextKey.self] = traceContext
-        return context
-    }
-
     /// The `traceparent` that names this span as the parent of what it causes.
-    var traceParent: String { traceContext.traceParentHeaderValue }
+    var traceParent: String { TraceText.traceParent(traceContext.traceID, traceContext.spanID, flags: traceContext.flags) }
 
     var operationName: String {
         get { state.withLockedValue { $0.operationName } }
@@ -90,6 +85,12 @@ final class NimbusSpan: Tracing.Span, Sendable {
         state.withLockedValue { body(&$0.facts) }
     }
 
+    /// Adds a hop that ran inside this span (the `commit` of a `records/modify`), written as a
+    /// child span when this one ends: one span object per request, not one per hop.
+    func add(_ child: ChildHop) {
+        state.withLockedValue { $0.children.append(child) }
+    }
+
     /// Records that the hop failed with a CloudKit error (or that some of its records did).
     func fail(code: String, message: String) {
         state.withLockedValue { state in
@@ -107,19 +108,29 @@ final class NimbusSpan: Tracing.Span, Sendable {
             return state
         }
         guard let finished else { return }
-        journal.record(span(of: finished, endMicros: endMicros))
+        let traceID = TraceText.hex(traceContext.traceID)
+        let spanID = TraceText.hex(traceContext.spanID)
+        journal.record(span(of: finished, traceID: traceID, spanID: spanID, endMicros: endMicros))
+        for child in finished.children { journal.record(span(of: child, traceID: traceID, parentSpanID: spanID)) }
     }
 
-    private func span(of state: State, endMicros: Int64) -> TraceSpan {
+    private func span(of state: State, traceID: String, spanID: String, endMicros: Int64) -> TraceSpan {
         var facts = state.facts
         state.attributes.forEach { key, value in facts.attributes[key] = Self.text(value) }
         if facts.message == nil, let text = state.status?.message { facts.message = text }
         return TraceSpan(
-            traceID: traceContext.traceID.description, spanID: traceContext.spanID.description,
-            parentSpanID: parentSpanID?.description, name: state.operationName, source: journal.source,
-            startMicros: startMicros, endMicros: max(endMicros, startMicros),
+            traceID: traceID, spanID: spanID, parentSpanID: parentSpanID.map(TraceText.hex), name: state.operationName,
+            source: journal.source, startMicros: startMicros, endMicros: max(endMicros, startMicros),
             status: state.status?.code == .error ? .error : .ok, errorCode: facts.errorCode, message: facts.message,
             attributes: facts.attributes, recordNames: facts.recordNames)
+    }
+
+    private func span(of child: ChildHop, traceID: String, parentSpanID: String) -> TraceSpan {
+        TraceSpan(
+            traceID: traceID, spanID: TraceText.hex(child.spanID), parentSpanID: parentSpanID, name: child.name,
+            source: journal.source, startMicros: child.startMicros, endMicros: max(child.endMicros, child.startMicros),
+            status: child.failed ? .error : .ok, errorCode: child.facts.errorCode, message: child.facts.message,
+            attributes: child.facts.attributes, recordNames: child.facts.recordNames)
     }
 
     private static func text(_ value: SpanAttribute) -> String {
@@ -133,6 +144,25 @@ final class NimbusSpan: Tracing.Span, Sendable {
         case .stringArray(let texts): return texts.joined(separator: ", ")
         default: return "\(value)"
         }
+    }
+}
+
+/// A hop that ran inside a span and ended before it, kept by that span (``NimbusSpan/add(_:)``)
+/// rather than started as a span of its own: a request's `commit` is one per traced write, and
+/// a span object, its lock and its contexts showed in the profile of a traced request.
+struct ChildHop: Sendable {
+    var name: String
+    var spanID: SpanID
+    var startMicros: Int64
+    var endMicros: Int64
+    var facts: SpanFacts
+    var failed = false
+
+    /// Marks the hop failed with a CloudKit error code and what happened in words.
+    mutating func fail(code: String, message: String) {
+        failed = true
+        facts.errorCode = code
+        facts.message = message
     }
 }
 

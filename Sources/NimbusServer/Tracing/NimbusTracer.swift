@@ -10,7 +10,7 @@ import W3CTraceContext
 ///
 /// ```swift
 /// var context = ServiceContext.topLevel
-/// tracer.extract(request.headers, into: &context, using: HTTPFieldsExtractor())
+/// tracer.extract(TraceHeaders(request.headers, deviceHeader: name), into: &context, using: TraceHeadersExtractor())
 /// if tracer.isSampled(context) {
 ///     try await tracer.withSpan("records/modify", context: context, ofKind: .server) { span in … }
 /// }
@@ -49,7 +49,7 @@ struct NimbusTracer: Tracer {
     func inject<Carrier, Inject: Injector>(
         _ context: ServiceContext, into carrier: inout Carrier, using injector: Inject
     ) where Inject.Carrier == Carrier {
-        guard let trace = context[TraceContextKey.self] else { return }
+        guard let trace = context.traceContext else { return }
         injector.inject(trace.traceParentHeaderValue, forKey: "traceparent", into: &carrier)
     }
 
@@ -58,7 +58,7 @@ struct NimbusTracer: Tracer {
         at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
     ) -> NimbusSpan {
         let context = context()
-        let parent = context[TraceContextKey.self]
+        let parent = context.traceContext
         var source = ids.source
         let trace = TraceContext(
             traceID: parent?.traceID ?? TraceID.random(using: &source), spanID: SpanID.random(using: &source),
@@ -70,13 +70,22 @@ struct NimbusTracer: Tracer {
 
     func forceFlush() {}
 
+    /// A new span ID, for a hop kept inside its parent span (``ChildHop``).
+    func newSpanID() -> SpanID {
+        var source = ids.source
+        return SpanID.random(using: &source)
+    }
+
+    /// Now, in microseconds since 1970, as spans record it.
+    static var nowMicros: Int64 { Int64(DefaultTracerClock.now.nanosecondsSinceEpoch / 1000) }
+
     /// Records a hop that has no duration of its own (a push sent, a notification created):
     /// a span that starts and ends now, child of `parent`.
     func recordInstant(
         _ name: String, parent: TraceContext, attributes: [String: String], recordNames: [String] = [],
         errorCode: String? = nil, message: String? = nil
     ) {
-        let now = Int64(DefaultTracerClock.now.nanosecondsSinceEpoch / 1000)
+        let now = Self.nowMicros
         var source = ids.source
         journal.record(
             TraceSpan(

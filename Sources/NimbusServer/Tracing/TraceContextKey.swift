@@ -18,19 +18,44 @@ enum CurrentSpanKey: ServiceContextKey {
 extension ServiceContext {
     /// The server span the current task works in, if the request is traced.
     static var currentSpan: NimbusSpan? { ServiceContext.current?[CurrentSpanKey.self] }
+
+    /// The trace context work in this context continues: its span's, else the one a request's
+    /// headers carried. (A span's context holds the span only: one key set per traced request.)
+    var traceContext: TraceContext? { self[CurrentSpanKey.self]?.traceContext ?? self[TraceContextKey.self] }
 }
 
-/// Reads `traceparent` / `tracestate` from a request's headers.
-struct HTTPFieldsExtractor: Extractor {
+/// The headers a traced request is read by, found in one pass over its fields: a lookup by
+/// name (`fields[name]`) makes a new string of every field of that name, and a traced request
+/// asked three times.
+struct TraceHeaders {
     static let traceParent = HTTPField.Name("traceparent")!
     static let traceState = HTTPField.Name("tracestate")!
 
-    func extract(key: String, from carrier: HTTPFields) -> String? {
-        // The two names W3C propagation reads are made once, not per request.
+    var traceParent: String?
+    /// Every `tracestate` field, joined with commas (W3C: several fields are one list).
+    var traceState: String?
+    var deviceID: String?
+
+    init(_ fields: HTTPFields, deviceHeader: HTTPField.Name) {
+        for field in fields {
+            if field.name == Self.traceParent {
+                if traceParent == nil { traceParent = field.value }
+            } else if field.name == Self.traceState {
+                traceState = traceState.map { $0 + "," + field.value } ?? field.value
+            } else if field.name == deviceHeader {
+                if deviceID == nil { deviceID = field.value }
+            }
+        }
+    }
+}
+
+/// Reads `traceparent` / `tracestate` from a request's ``TraceHeaders``.
+struct TraceHeadersExtractor: Extractor {
+    func extract(key: String, from carrier: TraceHeaders) -> String? {
         switch key {
-        case "traceparent": return carrier[Self.traceParent]
-        case "tracestate": return carrier[Self.traceState]
-        default: return HTTPField.Name(key).flatMap { carrier[$0] }
+        case "traceparent": return carrier.traceParent
+        case "tracestate": return carrier.traceState
+        default: return nil
         }
     }
 }

@@ -34,7 +34,7 @@ struct SpanLifetimeTests {
             let parent = tracer.startSpan("records/modify", context: ServiceContext.topLevel, ofKind: .server)
             // The context a handler sees holds the span, as `ServiceContext.currentSpan` needs.
             #expect(parent.context[CurrentSpanKey.self] === parent)
-            let child = tracer.startSpan("commit", context: parent.parentContext, ofKind: .internal)
+            let child = tracer.startSpan("commit", context: parent.context, ofKind: .internal)
             #expect(child.parentSpanID == parent.traceContext.spanID)
             #expect(child.traceContext.traceID == parent.traceContext.traceID)
             child.end()
@@ -44,6 +44,31 @@ struct SpanLifetimeTests {
         }
         #expect(request == nil)
         #expect(commit == nil)
+    }
+
+    @Test func aHopKeptInsideASpanIsWrittenAsItsChildWhenTheSpanEnds() async throws {
+        let store = MemoryTraces()
+        let journal = TraceJournal(store: store, settings: TraceSettings(), logger: Logger(label: "test"))
+        let tracer = NimbusTracer(journal: journal, settings: TraceSettings(), random: { 0 }, ids: TraceIDGenerator(seed: 7))
+        let request = tracer.startSpan("records/modify", context: ServiceContext.topLevel, ofKind: .server)
+        var facts = SpanFacts()
+        facts["version"] = "12"
+        var commit = ChildHop(name: "commit", spanID: tracer.newSpanID(), startMicros: 10, endMicros: 20, facts: facts)
+        commit.fail(code: "CONFLICT", message: "nothing was written")
+        request.add(commit)
+        await journal.flush()
+        #expect(await store.spans.isEmpty, "a kept hop waits for its span")
+        request.end()
+        await journal.flush()
+        let spans = await store.spans
+        #expect(spans.map(\.name) == ["records/modify", "commit"])
+        let written = try #require(spans.last)
+        #expect(written.traceID == request.traceContext.traceID.description)
+        #expect(written.parentSpanID == request.traceContext.spanID.description)
+        #expect(written.spanID == commit.spanID.description)
+        #expect((written.startMicros, written.endMicros) == (10, 20))
+        #expect(written.status == .error && written.errorCode == "CONFLICT" && written.message == "nothing was written")
+        #expect(written.attributes == ["version": "12"])
     }
 
     @Test func spanIDsComeFromTheSeededGeneratorAndDoNotRepeat() {
