@@ -70,6 +70,8 @@ struct BenchCommand: AsyncParsableCommand {
     var traced = false
     @Option(name: .long, help: "How long the embedded server's trace journal gathers spans before it writes them, in ms (default: the server's, TraceSettings.flushInterval).")
     var traceFlushMillis: Int?
+    @Flag(name: .long, help: "Run the embedded server without tracing (`nimbus serve --no-tracing`): with --traced, what carrying a traceparent costs the client and HTTP alone.")
+    var noTracing = false
 
     @Flag(name: .long, help: "Run the embedded server without metrics (`nimbus serve --no-metrics`), to measure their cost.")
     var noMetrics = false
@@ -125,6 +127,7 @@ struct BenchCommand: AsyncParsableCommand {
             var configuration = ServerConfiguration(port: 0)
             configuration.metrics.enabled = !noMetrics
             if let traceFlushMillis { configuration.tracing.flushInterval = .milliseconds(traceFlushMillis) }
+            configuration.tracing.enabled = !noTracing
             if let postgres {
                 configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_\(runID)")
             } else {

@@ -50,6 +50,7 @@ struct MetricsEndpoint: Sendable {
         metrics.setPush(connections: push.connections, queuedFrames: push.queuedFrames)
         var bytes: [UInt8] = []
         registry.emit(into: &bytes)
+        bytes = MetricHelp.adding(to: bytes)
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))

@@ -60,6 +60,29 @@ struct MetricsTests {
         }
     }
 
+    /// Every metric says what it counts: a `# HELP` line before its `# TYPE` line (a metric
+    /// added without a text in `MetricHelp` fails here).
+    @Test func everyMetricHasHelpText() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.user("alice")
+            #expect(try await alice.createZone("Notes").status == 200)
+            #expect(try await alice.modify("Notes", [op("create", "a")]).status == 200)
+            _ = try await alice.changes("Notes")
+            _ = try await alice.changes("NoSuchZone")
+            let scrape = try await MetricsScrape.of(server.server.baseURL)
+            let lines = scrape.text.split(separator: "\n").map(String.init)
+            let types = lines.indices.filter { lines[$0].hasPrefix("# TYPE ") }
+            #expect(types.count >= 10, "\(scrape.text)")
+            for index in types {
+                let name = lines[index].split(separator: " ")[2]
+                #expect(index > 0 && lines[index - 1].hasPrefix("# HELP \(name) "), "no help for \(name)")
+                #expect((index > 0 ? lines[index - 1] : "").count > "# HELP \(name) ".count + 10)
+            }
+            #expect(lines.filter { $0.hasPrefix("# HELP ") }.count == types.count, "one help line each")
+            #expect(MetricsScrape.parse(scrape.text)[#"nimbus_records_written_total{kind="saved"}"#] == 1)
+        }
+    }
+
     @Test func eachServerCountsOnlyItsOwnRequests() async throws {
         try await TestServer.with { first in
             try await TestServer.with { second in
