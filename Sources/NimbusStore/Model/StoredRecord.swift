@@ -86,12 +86,13 @@ public struct StoredRecord: Sendable, Equatable {
     /// The reserved field holding a record's `parent` (a record of a shared hierarchy is
     /// shared through its parent chain).
     public static let parentField = "cloudkit.parent"
+    private static let parentMarker = Array("\"\(parentField)\"".utf8)
 
     /// The fields a tombstone keeps of the record it replaces: only its ``parentField``, so
     /// that a participant of a shared hierarchy learns of the deletion of a record that was
     /// shared with them and of no other; `{}` for a record without a parent.
     static func tombstoneFieldsJSON(of record: StoredRecord) -> String {
-        guard record.fieldsJSON.contains("\"\(parentField)\""), let parent = record.fields()[parentField] else { return "{}" }
+        guard FieldsText.contains(parentMarker, in: record.fieldsJSON), let parent = record.fields()[parentField] else { return "{}" }
         return Record.fieldsJSONText([parentField: parent])
     }
 }

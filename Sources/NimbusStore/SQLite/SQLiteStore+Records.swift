@@ -37,9 +37,8 @@ extension SQLiteStore: RecordStore {
                 quota: policy.quotaBytes)
             var layouts = IndexLayoutCache(database: database)
             try Self.updateIndexEntries(db, database: dbID, zone: zone, changes: plan.changes, layouts: &layouts)
-            try db.execute(
-                sql: "UPDATE zones SET change_version = ? WHERE db = ? AND name = ?",
-                arguments: [plan.lastVersion, dbID, zone])
+            try db.cachedStatement(sql: "UPDATE zones SET change_version = ? WHERE db = ? AND name = ?")
+                .execute(arguments: [plan.lastVersion, dbID, zone])
             try Self.setVersion(db, database: dbID, version: plan.lastVersion)
             let notifications = try Self.recordNotifications(
                 db, database: database, databaseID: dbID, event: .records(zoneName: zone, changes: plan.changes),

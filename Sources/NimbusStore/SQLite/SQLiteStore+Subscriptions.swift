@@ -84,13 +84,14 @@ extension SQLiteStore: NotificationStore {
         switch event {
         case .records(let zoneName, _):
             let types = Array(event.recordTypes)
+            // Cached per number of record types (a write has one or a few): it runs in every write.
             rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT owner, definition, created_at FROM subscriptions
-                    WHERE db = ? AND (zone IS NULL OR zone = ?)
-                      AND (record_type IS NULL OR record_type IN (\(databaseQuestionMarks(count: types.count))))
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT owner, definition, created_at FROM subscriptions
+                        WHERE db = ? AND (zone IS NULL OR zone = ?)
+                          AND (record_type IS NULL OR record_type IN (\(databaseQuestionMarks(count: types.count))))
+                        """),
                 arguments: StatementArguments([databaseID, zoneName] as [any DatabaseValueConvertible] + types))
         case .zones:
             rows = try Row.fetchAll(

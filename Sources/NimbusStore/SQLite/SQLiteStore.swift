@@ -217,8 +217,9 @@ extension SQLiteStore {
     }
 
     static func setVersion(_ db: Database, database: Int64, version: Int64) throws {
-        try db.execute(
-            sql: "UPDATE databases SET version = ? WHERE id = ?", arguments: [version, database])
+        // Prepared once per connection: it runs in every write.
+        try db.cachedStatement(sql: "UPDATE databases SET version = ? WHERE id = ?")
+            .execute(arguments: [version, database])
     }
 }
 

@@ -103,9 +103,11 @@ public struct AssetContext: Sendable {
 
 /// The assets a stored record version references, as every engine indexes them.
 public enum AssetReferences {
-    /// Whether a fields text may hold an asset (only those are parsed).
+    private static let marker = Array(#""ASSET"#.utf8)
+
+    /// Whether a fields text may hold an asset (only those are parsed): a byte search.
     public static func mentioned(in fieldsJSON: String) -> Bool {
-        fieldsJSON.contains(#""ASSET"#)
+        FieldsText.contains(marker, in: fieldsJSON)
     }
 
     /// The SHA-256s (hex) of the assets a live record holds; none for a tombstone.

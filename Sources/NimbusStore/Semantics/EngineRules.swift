@@ -150,24 +150,9 @@ public enum DeleteSelfReferences {
     private static let marker = Array("DELETE_SELF".utf8)
 
     /// Whether the fields JSON contains `DELETE_SELF` at all: a byte search, so a write that
-    /// has no such reference (the common case) never parses its fields. (Foundation's
-    /// `String.contains` bridges through NSString and took a tenth of a batched write.)
+    /// has no such reference (the common case) never parses its fields.
     public static func mentioned(in fieldsJSON: String) -> Bool {
-        var text = fieldsJSON
-        return text.withUTF8 { bytes in
-            guard bytes.count >= marker.count else { return false }
-            let last = bytes.count - marker.count
-            var position = 0
-            while position <= last {
-                if bytes[position] == marker[0] {
-                    var matched = 1
-                    while matched < marker.count && bytes[position + matched] == marker[matched] { matched += 1 }
-                    if matched == marker.count { return true }
-                }
-                position += 1
-            }
-            return false
-        }
+        FieldsText.contains(marker, in: fieldsJSON)
     }
 
     /// The names of the records a live record references with `DELETE_SELF`.
