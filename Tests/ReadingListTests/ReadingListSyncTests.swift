@@ -93,6 +93,11 @@ struct ReadingListSyncTests {
         }
     }
 
+    /// How long the concurrent-edit test waits for each convergence: two sends that conflict,
+    /// a retry and a push each way took over 10 s under the whole suite's load (0.3 s alone);
+    /// each wait still ends as soon as the device converges.
+    static let underLoad: Duration = .seconds(60)
+
     @Test func simultaneousEditsAreMergedByTheSchemaPolicies() async throws {
         try await TestWorld.with { world in
             // A's edits are older than B's by the clocks: B's rename is the latest edit.
@@ -102,7 +107,7 @@ struct ReadingListSyncTests {
             let feedB = try await world.online(b)
             let id = try a.readingList.add(url: Self.article, title: "original").id
             try await a.readingList.send()
-            try await b.readingList.waitUntil("the bookmark on B") { $0.bookmark(id) != nil }
+            try await b.readingList.waitUntil("the bookmark on B", timeout: Self.underLoad) { $0.bookmark(id) != nil }
 
             // Both edit before either sends: same title field, and the first read of a history
             // record neither device has seen (both create it).
@@ -113,8 +118,8 @@ struct ReadingListSyncTests {
             let converged: @Sendable (ReadingListSnapshot) -> Bool = {
                 $0.pending == 0 && $0.bookmark(id)?.title == "renamed on B" && $0.readState(id)?.readCount == 2
             }
-            let onA = try await a.readingList.arrival(of: "A to converge", where: converged)
-            let onB = try await b.readingList.arrival(of: "B to converge", where: converged)
+            let onA = try await a.readingList.arrival(of: "A to converge", timeout: Self.underLoad, where: converged)
+            let onB = try await b.readingList.arrival(of: "B to converge", timeout: Self.underLoad, where: converged)
             async let sendA: Void = a.readingList.send()
             async let sendB: Void = b.readingList.send()
             _ = try await (sendA, sendB)
@@ -125,8 +130,8 @@ struct ReadingListSyncTests {
             try a.readingList.markRead(id)
             try b.readingList.markRead(id)
             let again: @Sendable (ReadingListSnapshot) -> Bool = { $0.pending == 0 && $0.readState(id)?.readCount == 4 }
-            let againOnA = try await a.readingList.arrival(of: "A to count 4 reads", where: again)
-            let againOnB = try await b.readingList.arrival(of: "B to count 4 reads", where: again)
+            let againOnA = try await a.readingList.arrival(of: "A to count 4 reads", timeout: Self.underLoad, where: again)
+            let againOnB = try await b.readingList.arrival(of: "B to count 4 reads", timeout: Self.underLoad, where: again)
             async let sendA2: Void = a.readingList.send()
             async let sendB2: Void = b.readingList.send()
             _ = try await (sendA2, sendB2)
