@@ -249,7 +249,7 @@ struct DashboardAssetTests {
             var request = HTTPClientRequest(url: url)
             request.method = .POST
             request.body = .bytes(ByteBuffer(bytes: bytes))
-            let posted = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let posted = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
             let singleFile = try #require(try JSON.parse(Array(try await posted.body.collect(upTo: 1 << 20).readableBytesView))["singleFile"])
             let saved = try await server.api(
                 "records/modify",
@@ -274,7 +274,7 @@ struct DashboardAssetTests {
             let rest = page.body[start.upperBound...]
             let href = String(rest[..<rest.firstIndex(of: "\"")!]).replacingOccurrences(of: "&amp;", with: "&")
             #expect(href.hasPrefix(server.server.baseURL + "/assets/1/download/"))
-            let download = try await HTTPClient.shared.execute(HTTPClientRequest(url: href), timeout: .seconds(30))
+            let download = try await HTTPClient.shared.execute(HTTPClientRequest(url: href), timeout: .seconds(120))
             #expect(download.status == .ok)
             #expect(Array(try await download.body.collect(upTo: 1 << 20).readableBytesView) == bytes)
         }

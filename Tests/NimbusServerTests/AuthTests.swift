@@ -153,7 +153,7 @@ struct AuthTests {
                 return request
             }
             func send(_ request: HTTPClientRequest) async throws -> (Int, JSON) {
-                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
                 let buffer = try await response.body.collect(upTo: 1 << 20)
                 return (Int(response.status.code), try JSON.parse(Array(buffer.readableBytesView)))
             }

@@ -229,7 +229,7 @@ struct OpenAPITests {
 
     static func fetchDocument(_ server: TestServer) async throws -> (status: Int, contentType: String?, text: String) {
         let request = HTTPClientRequest(url: "\(server.server.baseURL)/openapi.yaml")
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
         let body = try await response.body.collect(upTo: 16 << 20)
         return (Int(response.status.code), response.headers.first(name: "Content-Type"), String(buffer: body))
     }

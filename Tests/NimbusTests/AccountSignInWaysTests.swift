@@ -62,7 +62,7 @@ import Testing
     /// Opens the page at `url` as a browser (the form, its cookie), posts Ada's address and
     /// password, and hands the redirect to the SDK.
     static func signIn(at url: URL, with browser: HTTPClient, live: LiveServer, account: Account) async throws {
-        let form = try await browser.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(30))
+        let form = try await browser.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(120))
         #expect(form.status == .ok)
         let cookie = try #require(form.headers["Set-Cookie"].first { $0.hasPrefix("nimbus_csrf=") }?.split(separator: ";").first)
         let html = String(buffer: try await form.body.collect(upTo: 1 << 20))
@@ -80,7 +80,7 @@ import Testing
             ByteBuffer(
                 string: fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
                     .joined(separator: "&")))
-        let answer = try await browser.execute(post, timeout: .seconds(30))
+        let answer = try await browser.execute(post, timeout: .seconds(120))
         #expect(answer.status == .seeOther)
         let location = try #require(answer.headers["Location"].first.flatMap(URL.init(string:)))
         #expect(location.absoluteString.hasPrefix("https://app.example/done?state=s1&ckWebAuthToken="))

@@ -65,7 +65,7 @@ struct DashboardServer: Sendable {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.body = .bytes(ByteBuffer(string: body.serialized()))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
         let bytes = try await response.body.collect(upTo: 1 << 22)
         return try JSON.parse(Array(bytes.readableBytesView))
     }
@@ -114,7 +114,7 @@ actor Browser {
             request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await client.execute(request, timeout: .seconds(30))
+        let response = try await client.execute(request, timeout: .seconds(120))
         for header in response.headers[canonicalForm: "set-cookie"] {
             let pair = header.split(separator: ";")[0].split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(pair[0]).trimmingCharacters(in: .whitespaces)

@@ -20,7 +20,7 @@ struct MetricsScrape: Sendable {
     static func of(_ baseURL: String, authorization: String? = nil) async throws -> MetricsScrape {
         var request = HTTPClientRequest(url: "\(baseURL)/metrics")
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
         let text = String(buffer: try await response.body.collect(upTo: 16 << 20))
         return MetricsScrape(status: Int(response.status.code), headers: response.headers, text: text, samples: parse(text))
     }

@@ -22,7 +22,7 @@ struct RequestIDTests {
         request.method = method
         if let requestID { request.headers.add(name: "X-Request-ID", value: requestID) }
         if let body { request.body = .bytes(ByteBuffer(string: body)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
         let bytes = try await response.body.collect(upTo: 1 << 20)
         return Answer(
             status: Int(response.status.code), requestID: response.headers.first(name: "X-Request-ID"),

@@ -30,7 +30,7 @@ import Testing
     static func listZones(_ client: TestClient) async throws -> (reply: TestClient.Reply, retryAfter: String?) {
         var request = HTTPClientRequest(url: client.url("private", "zones/list"))
         request.method = .GET
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
         let buffer = try await response.body.collect(upTo: 1 << 20)
         let json = (try? JSON.parse(Array(buffer.readableBytesView))) ?? .null
         return (
