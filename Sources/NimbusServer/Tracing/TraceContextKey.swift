@@ -36,16 +36,22 @@ struct TraceHeaders {
     var traceState: String?
     var deviceID: String?
 
+    /// The most `tracestate` fields read: W3C allows 32 list members in all, and a client
+    /// sending thousands of fields must not make the server join them all.
+    static let maxTraceStateFields = 32
+
     init(_ fields: HTTPFields, deviceHeader: HTTPField.Name) {
+        var states: [String] = []
         for field in fields {
             if field.name == Self.traceParent {
                 if traceParent == nil { traceParent = field.value }
             } else if field.name == Self.traceState {
-                traceState = traceState.map { $0 + "," + field.value } ?? field.value
+                if states.count < Self.maxTraceStateFields { states.append(field.value) }
             } else if field.name == deviceHeader {
                 if deviceID == nil { deviceID = field.value }
             }
         }
+        traceState = states.isEmpty ? nil : states.joined(separator: ",")
     }
 }
 

@@ -36,6 +36,11 @@ struct TraceTextTests {
         #expect(TraceHeadersExtractor().extract(key: "traceparent", from: headers) == "00-first")
         #expect(TraceHeadersExtractor().extract(key: "baggage", from: headers) == nil)
 
+        var many = HTTPFields()
+        for index in 0..<5_000 { many.append(HTTPField(name: HTTPField.Name("tracestate")!, value: "k\(index)=v")) }
+        let capped = TraceHeaders(many, deviceHeader: device)
+        #expect(capped.traceState?.split(separator: ",").count == TraceHeaders.maxTraceStateFields, "a flood of fields is not joined")
+
         let none = TraceHeaders(HTTPFields(), deviceHeader: device)
         #expect(none.traceParent == nil && none.traceState == nil && none.deviceID == nil)
     }
