@@ -57,7 +57,7 @@ final class PushTestDevice: Sendable {
     }
 
     /// The next push, parsed.
-    func next(timeout: Duration = .seconds(10)) async throws -> JSON {
+    func next(timeout: Duration = .seconds(60)) async throws -> JSON {
         let text = try await box.next(timeout: timeout)
         return try JSON.parse(text)
     }
@@ -66,7 +66,7 @@ final class PushTestDevice: Sendable {
     var pending: Int { get async { await box.count } }
 
     /// Waits until the server closes the connection; returns its close frame.
-    func closed(timeout: Duration = .seconds(10)) async throws -> WebSocketCloseFrame? {
+    func closed(timeout: Duration = .seconds(60)) async throws -> WebSocketCloseFrame? {
         try await withThrowingTaskGroup(of: WebSocketCloseFrame?.self) { group in
             group.addTask { try await self.task.value }
             group.addTask {

@@ -45,7 +45,7 @@ extension TestClient {
 
 extension TestServer {
     /// Waits (at most `timeout`) until exactly `count` devices of the user are connected.
-    func waitForDevices(_ count: Int, of client: TestClient, timeout: Duration = .seconds(10)) async throws {
+    func waitForDevices(_ count: Int, of client: TestClient, timeout: Duration = .seconds(60)) async throws {
         let hub = server.push
         let recipient = client.recipient
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -210,7 +210,7 @@ final class SyncHarness: Sendable {
 
 /// Waits for the first event matching `predicate`, failing after `timeout`.
 func firstEvent(
-    _ events: AsyncStream<SyncEvent>, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (SyncEvent) -> Bool
+    _ events: AsyncStream<SyncEvent>, timeout: Duration = .seconds(60), where predicate: @escaping @Sendable (SyncEvent) -> Bool
 ) async throws -> SyncEvent {
     try await withThrowingTaskGroup(of: SyncEvent?.self) { group in
         group.addTask {

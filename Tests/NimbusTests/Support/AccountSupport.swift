@@ -42,7 +42,7 @@ extension LiveServer {
 
 /// Collects an account's changes, for tests to await them.
 func nextChange(
-    _ changes: AsyncStream<AccountChange>, timeout: Duration = .seconds(10)
+    _ changes: AsyncStream<AccountChange>, timeout: Duration = .seconds(60)
 ) async throws -> AccountChange {
     try await withThrowingTaskGroup(of: AccountChange?.self) { group in
         group.addTask {

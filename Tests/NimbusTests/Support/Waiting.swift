@@ -8,7 +8,7 @@ struct TimedOut: Error, CustomStringConvertible {
 /// Runs `body`, failing if it takes longer than `timeout` (a guard against hangs, not a
 /// way of waiting for events).
 func withTimeout<T: Sendable>(
-    _ what: String = "the operation", _ timeout: Duration = .seconds(20), _ body: @escaping @Sendable () async throws -> T
+    _ what: String = "the operation", _ timeout: Duration = .seconds(60), _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
@@ -51,7 +51,7 @@ final class EventLog: Sendable {
     var events: [String] { state.withLock { $0.events } }
 
     /// Waits until at least `count` events were logged; fails after `timeout`.
-    func wait(forCount count: Int, timeout: Duration = .seconds(20)) async throws {
+    func wait(forCount count: Int, timeout: Duration = .seconds(60)) async throws {
         try await withTimeout("\(count) events", timeout) {
             let id = self.state.withLock { state -> Int in
                 state.nextID += 1
@@ -81,7 +81,7 @@ final class EventLog: Sendable {
 
 extension AsyncStream where Element: Sendable {
     /// The next element, failing after `timeout`.
-    func next(_ what: String, timeout: Duration = .seconds(20)) async throws -> Element {
+    func next(_ what: String, timeout: Duration = .seconds(60)) async throws -> Element {
         try await withTimeout(what, timeout) {
             var iterator = self.makeAsyncIterator()
             guard let element = await iterator.next() else { throw TimedOut(what: "\(what) (stream ended)") }

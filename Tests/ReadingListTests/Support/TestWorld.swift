@@ -182,7 +182,7 @@ final class OutputLog: @unchecked Sendable {
 
     /// Waits until the output satisfies `predicate` (a guard timeout fails the test).
     func wait(
-        for what: String, timeout: Duration = .seconds(20), _ predicate: @escaping @Sendable ([String]) -> Bool
+        for what: String, timeout: Duration = .seconds(60), _ predicate: @escaping @Sendable ([String]) -> Bool
     ) async throws {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
