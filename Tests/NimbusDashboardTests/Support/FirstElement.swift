@@ -1,6 +1,6 @@
 /// The first element of `stream`, or `nil` after `timeout`: awaiting an event, never sleeping
 /// for one.
-func first<T: Sendable>(_ stream: AsyncStream<T>, timeout: Duration = .seconds(20)) async throws -> T? {
+func first<T: Sendable>(_ stream: AsyncStream<T>, timeout: Duration = .seconds(60)) async throws -> T? {
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask {
             for await element in stream { return element }

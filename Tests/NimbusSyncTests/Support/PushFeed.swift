@@ -1,7 +1,7 @@
 import Nimbus
 
 /// The first element of `stream`, or `nil` after `timeout`.
-func first<T: Sendable>(_ stream: AsyncStream<T>, timeout: Duration = .seconds(20)) async throws -> T? {
+func first<T: Sendable>(_ stream: AsyncStream<T>, timeout: Duration = .seconds(60)) async throws -> T? {
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask {
             for await element in stream { return element }
