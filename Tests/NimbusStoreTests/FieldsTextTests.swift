@@ -18,6 +18,11 @@ struct FieldsTextTests {
         #expect(!FieldsText.contains(Self.asset, in: ""))
         #expect(!FieldsText.contains([], in: "anything"))
         #expect(FieldsText.contains(Array("é\"ASSET".utf8), in: #"{"name":"café"ASSET"}"#))
+        // Bytes (a written page of records) answer as their text does.
+        for text in [#"[{"f":{"type":"ASSET_LIST"}}]"#, #"[{"f":{"type":"ASSE"}}]"#, "", #""ASSET"#] {
+            #expect(FieldsText.contains(Self.asset, in: Array(text.utf8)) == FieldsText.contains(Self.asset, in: text))
+        }
+        #expect(AssetReferences.mentioned(in: Array(#"[{"f":{"type":"ASSET_LIST"}}]"#.utf8)))
     }
 
     @Test func theRulesUseIt() throws {

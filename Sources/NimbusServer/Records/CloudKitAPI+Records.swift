@@ -128,20 +128,6 @@ extension CloudKitAPI {
         metrics.countCommit(saved: saved, deleted: deleted)
     }
 
-    /// Whether written records contain the bytes `"ASSET` (an ASSET or ASSET_LIST type name).
-    static func mayHoldAsset(_ bytes: [UInt8]) -> Bool {
-        let pattern = Array(#""ASSET"#.utf8)
-        guard bytes.count >= pattern.count else { return false }
-        var position = 0
-        while position <= bytes.count - pattern.count {
-            if bytes[position] == pattern[0], bytes[position + 1] == pattern[1], bytes[(position + 2)..<(position + pattern.count)].elementsEqual(pattern[2...]) {
-                return true
-            }
-            position += 1
-        }
-        return false
-    }
-
     /// The record names a `records/lookup` asks for, checked, and each one's `desiredKeys`.
     static func lookupRequest(_ call: APICall) throws(CloudKitError) -> (names: [String], keys: [Set<String>?]) {
         let readers = try call.body.required("records").array()
@@ -239,7 +225,7 @@ extension CloudKitAPI {
             written = try await store.writtenRecordChanges(
                 zone: zoneID.zoneName, since: token, limit: limit, zoneClosing: call.zoneClosing(zoneID.zoneName),
                 in: call.database)
-            if let page = written, Self.mayHoldAsset(page.recordsJSON) || SystemFields.mentioned(in: page.recordsJSON) {
+            if let page = written, AssetReferences.mentioned(in: page.recordsJSON) || SystemFields.mentioned(in: page.recordsJSON) {
                 written = nil
             }
         }

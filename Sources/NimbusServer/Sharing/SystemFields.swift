@@ -30,24 +30,11 @@ enum SystemFields {
 
     /// Whether a stored text may hold a reserved field or a share record (the bytes `"cloudkit.`):
     /// such records are written through the object form, which lifts them.
-    static func mentioned(in text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { mentioned(in: $0) }
-    }
+    static func mentioned(in text: String) -> Bool { FieldsText.contains(marker, in: text) }
 
-    static func mentioned(in bytes: some Collection<UInt8>) -> Bool {
-        let pattern = Array(#""cloudkit."#.utf8)
-        var matched = 0
-        for byte in bytes {
-            if byte == pattern[matched] {
-                matched += 1
-                if matched == pattern.count { return true }
-            } else {
-                matched = byte == pattern[0] ? 1 : 0
-            }
-        }
-        return false
-    }
+    static func mentioned(in bytes: [UInt8]) -> Bool { FieldsText.contains(marker, in: bytes) }
+
+    private static let marker = Array(#""cloudkit."#.utf8)
 }
 
 /// A change a request makes to an optional system field: left as it is, removed, or set.

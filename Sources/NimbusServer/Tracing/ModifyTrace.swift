@@ -93,5 +93,4 @@ struct ModifyTrace {
         facts["database"] = database.scope.rawValue
         return ChildHop(name: "commit", spanID: commitID, startMicros: commitStart, endMicros: NimbusTracer.nowMicros, facts: facts)
     }
-
 }

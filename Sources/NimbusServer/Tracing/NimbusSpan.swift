@@ -53,9 +53,6 @@ final class NimbusSpan: Tracing.Span, Sendable {
         return context
     }
 
-    /// The `traceparent` that names this span as the parent of what it causes.
-    var traceParent: String { TraceText.traceParent(traceContext.traceID, traceContext.spanID, flags: traceContext.flags) }
-
     var operationName: String {
         get { state.withLockedValue { $0.operationName } }
         set { state.withLockedValue { $0.operationName = newValue } }

@@ -110,6 +110,11 @@ public enum AssetReferences {
         FieldsText.contains(marker, in: fieldsJSON)
     }
 
+    /// Whether JSON bytes (a written page of records) may hold an asset.
+    public static func mentioned(in bytes: [UInt8]) -> Bool {
+        FieldsText.contains(marker, in: bytes)
+    }
+
     /// The SHA-256s (hex) of the assets a live record holds; none for a tombstone.
     public static func hashes(of record: StoredRecord) -> Set<String> {
         guard !record.deleted, mentioned(in: record.fieldsJSON) else { return [] }
