@@ -19,6 +19,7 @@ extension SQLiteStore: TraceStore {
         migrator.registerMigration("v1-trace-spans", migrate: migrateTraceSpans)
         migrator.registerMigration("v2-trace-spans-in-order", migrate: migrateTraceSpansInOrder)
         migrator.registerMigration("v3-trace-rows-and-term-index", migrate: migrateTraceRowsAndTermIndex)
+        migrator.registerMigration("v4-trace-terms-in-bulk", migrate: migrateTraceTermsInBulk)
         try migrator.migrate(traces)
         return traces
     }
@@ -98,10 +99,11 @@ extension SQLiteStore: TraceStore {
     ///   terms as one new segment, and merges segments later in bulk.
     /// - Without the unique index a span reported again is a second row; readers keep the
     ///   latest row of each span ID.
-    /// - ``appendTraceSpans(_:)`` indexes the rows it writes itself: an insert trigger made each
-    ///   row's terms a segment of their own (FTS5 flushes at each trigger's statement), which
-    ///   cost more than twice the rest of the write. Triggers keep the index right when rows
-    ///   are deleted (pruning) or changed.
+    /// - ``appendTraceSpans(_:)`` indexes the rows it writes itself (in bulk since
+    ///   ``migrateTraceTermsInBulk(_:)``): an insert trigger made each row's terms a segment of
+    ///   their own (FTS5 flushes at each trigger's statement), which cost more than twice the
+    ///   rest of the write. Triggers keep the index right when rows are deleted (pruning) or
+    ///   changed.
     ///
     /// Measured with `nimbus-bench trace-store` (docs/PERFORMANCE.md, "Tracing overhead").
     static func migrateTraceRowsAndTermIndex(_ db: Database) throws {
@@ -126,28 +128,57 @@ extension SQLiteStore: TraceStore {
                 """)
     }
 
+    /// Rows indexed in `trace_terms` in one go once this many are waiting
+    /// (``migrateTraceTermsInBulk(_:)``): about a second of single-record requests at full speed.
+    static let termBatch: Int64 = 1_000
+
+    /// The trace file's term index covers the rows up to this one; later rows are read by a scan.
+    static let indexedThrough = "SELECT row_id FROM trace_terms_through"
+
+    /// The term index indexes its rows in bulk, not at each write: one transaction's FTS5
+    /// segment cost about half of a journal write of 18 requests (a segment's fixed cost,
+    /// whatever its size). ``appendTraceSpans(_:)`` indexes the rows after `trace_terms_through`
+    /// once ``termBatch`` of them wait; readers scan those rows (at most a batch and a write).
+    static func migrateTraceTermsInBulk(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE trace_terms_through (row_id INTEGER NOT NULL);
+                INSERT INTO trace_terms_through VALUES ((SELECT coalesce(max(id), 0) FROM trace_spans));
+                """)
+    }
+
     public func appendTraceSpans(_ spans: [TraceSpan]) async throws {
         guard !spans.isEmpty else { return }
         let rows = TraceSpanRows.rows(of: spans)
-        try await traces.write { db in
+        let traces = traces
+        try await traceWriter.run { try traces.write { db in
             let statement = try db.cachedStatement(
                 sql: """
                     INSERT INTO trace_spans (trace_id, span_id, parent_span_id, name, source, start_us, end_us,
                         status, error_code, message, attributes, record_names, children)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
-            let terms = try db.cachedStatement(
-                sql: "INSERT INTO trace_terms (rowid, trace_id, record_names) VALUES (?, ?, ?)")
             for row in rows {
                 let item = row.span
-                let names = item.recordNamesJSON
                 try statement.execute(arguments: [
                     item.traceID, item.spanID, item.parentSpanID, item.name, item.source, item.startMicros, item.endMicros,
-                    item.status.rawValue, item.errorCode, item.message, item.attributesJSON, names, row.childrenJSON,
+                    item.status.rawValue, item.errorCode, item.message, item.attributesJSON, item.recordNamesJSON,
+                    row.childrenJSON,
                 ])
-                try terms.execute(arguments: [db.lastInsertedRowID, item.traceID, names])
             }
-        }
+            let through = try Int64.fetchOne(db.cachedStatement(sql: Self.indexedThrough)) ?? 0
+            if db.lastInsertedRowID - through >= Self.termBatch { try Self.indexTerms(db) }
+        } }
+    }
+
+    /// Indexes the rows written since the last time, in one FTS5 segment.
+    static func indexTerms(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO trace_terms (rowid, trace_id, record_names)
+                    SELECT id, trace_id, record_names FROM trace_spans WHERE id > (\(indexedThrough));
+                UPDATE trace_terms_through SET row_id = (SELECT coalesce(max(id), 0) FROM trace_spans);
+                """)
     }
 
     public func traceSpans(traceID: String) async throws -> [TraceSpan] {
@@ -157,9 +188,12 @@ extension SQLiteStore: TraceStore {
                 sql: """
                     SELECT trace_id, span_id, parent_span_id, name, source, start_us, end_us, status, error_code, message,
                         attributes, record_names, children
-                    FROM trace_spans WHERE id IN (SELECT rowid FROM trace_terms WHERE trace_terms MATCH ?)
+                    FROM trace_spans WHERE id IN (
+                        SELECT rowid FROM trace_terms WHERE trace_terms MATCH :term
+                        UNION ALL
+                        SELECT id FROM trace_spans WHERE id > (\(Self.indexedThrough)) AND trace_id = :trace)
                     ORDER BY id
-                    """, arguments: [Self.term(traceID, column: "trace_id")])
+                    """, arguments: ["term": Self.term(traceID, column: "trace_id"), "trace": traceID])
             // The latest row of each span wins (a span reported again is a row of its own); a
             // span nested in its parent's row counts as written with it.
             var spans: [String: TraceSpan] = [:]
@@ -191,13 +225,18 @@ extension SQLiteStore: TraceStore {
         guard limit > 0 else { return [] }
         return try await traces.read { db in
             // A name with a word character: the phrase of its tokens in the term index finds
-            // candidates (case and punctuation folded). Without one, it makes no phrase: scan.
+            // candidates (case and punctuation folded), and the rows not indexed yet are scanned.
+            // Without one, it makes no phrase: scan.
             let hasWords = recordName.unicodeScalars.contains {
                 $0.properties.isAlphabetic || $0.properties.numericType != nil || "-_.:@".unicodeScalars.contains($0)
             }
             let candidates =
                 hasWords
-                ? "SELECT rowid FROM trace_terms WHERE trace_terms MATCH :phrase"
+                ? """
+                    SELECT rowid FROM trace_terms WHERE trace_terms MATCH :phrase
+                    UNION ALL
+                    SELECT id FROM trace_spans WHERE id > (\(Self.indexedThrough)) AND instr(record_names, :quoted) > 0
+                    """
                 : "SELECT id FROM trace_spans WHERE instr(record_names, :quoted) > 0"
             // Each candidate checked for the exact name; a trace's time is its latest span's.
             return try String.fetchAll(
@@ -217,7 +256,8 @@ extension SQLiteStore: TraceStore {
 
     @discardableResult
     public func pruneTraceSpans(endedBefore micros: Int64) async throws -> Int {
-        try await traces.write { db in
+        let traces = traces
+        return try await traceWriter.run { try traces.write { db in
             // Spans, not rows: a span reported twice is two rows, a commit rides in its request's.
             let spans =
                 try Int.fetchOne(
@@ -227,8 +267,12 @@ extension SQLiteStore: TraceStore {
                             + (SELECT coalesce(sum(json_array_length(children)), 0) FROM trace_spans
                                WHERE end_us < ?1 AND children IS NOT NULL)
                         """, arguments: [micros]) ?? 0
+            // Every row indexed first: the delete trigger takes a row's terms out of the index.
+            try Self.indexTerms(db)
             try db.execute(sql: "DELETE FROM trace_spans WHERE end_us < ?", arguments: [micros])
+            // Rows deleted at the end free their IDs for the next ones, which must count as new.
+            try db.execute(sql: "UPDATE trace_terms_through SET row_id = (SELECT coalesce(max(id), 0) FROM trace_spans)")
             return spans
-        }
+        } }
     }
 }

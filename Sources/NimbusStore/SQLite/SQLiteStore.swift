@@ -17,6 +17,9 @@ public final class SQLiteStore: Sendable {
     /// The spans of traced changes, in a file of their own beside the store's
     /// (`nimbus-traces.sqlite`): writing them never waits for, nor holds up, a record write.
     let traces: DatabasePool
+    /// Where the trace file is written: one thread at the lowest priority, so that a write of
+    /// spans yields the cores to requests.
+    let traceWriter: LowPriorityThread
     /// Checkpoints the WAL off the commit path.
     private let checkpointer: WALCheckpointer
     public let path: String
@@ -60,6 +63,7 @@ public final class SQLiteStore: Sendable {
                 pool, candidate: ChangeTokens.newSecret(using: &random), now: clock.nowMillis()))
         self.pool = pool
         self.traces = try Self.openTraces(besides: path)
+        self.traceWriter = LowPriorityThread(name: "nimbus-traces")
         self.checkpointer = try WALCheckpointer(path: path)
     }
 
@@ -74,6 +78,7 @@ public final class SQLiteStore: Sendable {
     /// Closes the database files. Further use throws.
     public func close() throws {
         checkpointer.stop()
+        traceWriter.stop()
         try pool.close()
         try traces.close()
     }
