@@ -8,7 +8,8 @@ import NimbusStore
 ///
 /// Each request leaves what a traced `records/modify` leaves: a request span naming `--names`
 /// records and its `commit` child, written in batches of `--batch` requests (the journal's
-/// 20 ms flush holds about 18 single-record requests at full speed, or one 200-record request).
+/// 20 ms flush held about 18 single-record requests at full speed, its 50 ms one about 45, or
+/// one 200-record request).
 struct TraceStoreBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trace-store",

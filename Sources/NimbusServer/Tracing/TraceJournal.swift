@@ -7,6 +7,11 @@ import ServiceLifecycle
 /// Spans of traced changes on their way to the store: ended spans are buffered (one lock, no
 /// I/O on the request's path) and written in batches every
 /// ``TraceSettings/flushInterval`` by ``run()``, a service of the server's group.
+///
+/// Those periodic writes go in the background (`TraceStore.appendTraceSpansInBackground`: on
+/// SQLite, a thread at nice 19), so they yield the cores to requests; a backlog of
+/// ``urgentBacklog`` spans or more (the background cannot keep up: the cores are busy), and
+/// every ``flush()`` someone waits for, are written at the requests' priority instead.
 public final class TraceJournal: Service, Sendable {
     private struct Buffer {
         var spans: [TraceSpan] = []
@@ -40,6 +45,9 @@ public final class TraceJournal: Service, Sendable {
         self.logger = logger
         (arrivals, arrived) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
+
+    /// A write of this many spans or more goes at the requests' priority: a tenth of the buffer.
+    var urgentBacklog: Int { max(1, settings.bufferLimit / 10) }
 
     /// Spans dropped because the buffer was full (the store could not keep up).
     public var droppedSpans: Int { buffer.withLockedValue { $0.dropped } }
@@ -75,15 +83,22 @@ public final class TraceJournal: Service, Sendable {
     }
 
     /// Writes what is buffered now, after the writes already under way (tests, shutdown, readers
-    /// that must see every span ended so far).
+    /// that must see every span ended so far), at the requests' priority.
     public func flush() async {
+        await flush(inBackground: false)
+    }
+
+    /// Writes what is buffered now, after the writes already under way; in the background
+    /// unless it is a backlog of ``urgentBacklog`` spans or more.
+    private func flush(inBackground: Bool) async {
         let write = buffer.withLockedValue { buffer -> Task<Void, Never> in
             let spans = buffer.spans
             buffer.spans.removeAll(keepingCapacity: true)
             let previous = buffer.lastWrite
+            let background = inBackground && spans.count < urgentBacklog
             let write = Task {
                 await previous?.value
-                await self.write(spans)
+                await self.write(spans, inBackground: background)
             }
             buffer.lastWrite = write
             return write
@@ -91,10 +106,14 @@ public final class TraceJournal: Service, Sendable {
         await write.value
     }
 
-    private func write(_ spans: [TraceSpan]) async {
+    private func write(_ spans: [TraceSpan], inBackground: Bool) async {
         guard !spans.isEmpty else { return }
         do {
-            try await store.appendTraceSpans(spans)
+            if inBackground {
+                try await store.appendTraceSpansInBackground(spans)
+            } else {
+                try await store.appendTraceSpans(spans)
+            }
         } catch {
             logger.warning("trace spans could not be written", metadata: ["spans": "\(spans.count)", "error": "\(error)"])
         }
@@ -107,7 +126,7 @@ public final class TraceJournal: Service, Sendable {
                 group.addTask {
                     for await _ in self.arrivals {
                         try await Task.sleep(for: self.settings.flushInterval)
-                        await self.flush()
+                        await self.flush(inBackground: true)
                     }
                 }
                 group.addTask {

@@ -150,25 +150,36 @@ extension SQLiteStore: TraceStore {
     public func appendTraceSpans(_ spans: [TraceSpan]) async throws {
         guard !spans.isEmpty else { return }
         let rows = TraceSpanRows.rows(of: spans)
+        try await traces.write { db in try Self.insert(rows, into: db) }
+    }
+
+    /// On ``traceWriter``, a thread at nice 19: SQLite's work, its commit and its checkpoints
+    /// wait while requests need the cores.
+    public func appendTraceSpansInBackground(_ spans: [TraceSpan]) async throws {
+        guard !spans.isEmpty else { return }
+        let rows = TraceSpanRows.rows(of: spans)
         let traces = traces
-        try await traceWriter.run { try traces.write { db in
-            let statement = try db.cachedStatement(
-                sql: """
-                    INSERT INTO trace_spans (trace_id, span_id, parent_span_id, name, source, start_us, end_us,
-                        status, error_code, message, attributes, record_names, children)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-            for row in rows {
-                let item = row.span
-                try statement.execute(arguments: [
-                    item.traceID, item.spanID, item.parentSpanID, item.name, item.source, item.startMicros, item.endMicros,
-                    item.status.rawValue, item.errorCode, item.message, item.attributesJSON, item.recordNamesJSON,
-                    row.childrenJSON,
-                ])
-            }
-            let through = try Int64.fetchOne(db.cachedStatement(sql: Self.indexedThrough)) ?? 0
-            if db.lastInsertedRowID - through >= Self.termBatch { try Self.indexTerms(db) }
-        } }
+        try await traceWriter.run { try traces.write { db in try Self.insert(rows, into: db) } }
+    }
+
+    /// Appends the rows, and indexes the rows not indexed yet once ``termBatch`` of them wait.
+    static func insert(_ rows: [TraceSpanRows], into db: Database) throws {
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO trace_spans (trace_id, span_id, parent_span_id, name, source, start_us, end_us,
+                    status, error_code, message, attributes, record_names, children)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        for row in rows {
+            let item = row.span
+            try statement.execute(arguments: [
+                item.traceID, item.spanID, item.parentSpanID, item.name, item.source, item.startMicros, item.endMicros,
+                item.status.rawValue, item.errorCode, item.message, item.attributesJSON, item.recordNamesJSON,
+                row.childrenJSON,
+            ])
+        }
+        let through = try Int64.fetchOne(db.cachedStatement(sql: indexedThrough)) ?? 0
+        if db.lastInsertedRowID - through >= termBatch { try indexTerms(db) }
     }
 
     /// Indexes the rows written since the last time, in one FTS5 segment.
@@ -256,8 +267,7 @@ extension SQLiteStore: TraceStore {
 
     @discardableResult
     public func pruneTraceSpans(endedBefore micros: Int64) async throws -> Int {
-        let traces = traces
-        return try await traceWriter.run { try traces.write { db in
+        try await traces.write { db in
             // Spans, not rows: a span reported twice is two rows, a commit rides in its request's.
             let spans =
                 try Int.fetchOne(
@@ -273,6 +283,6 @@ extension SQLiteStore: TraceStore {
             // Rows deleted at the end free their IDs for the next ones, which must count as new.
             try db.execute(sql: "UPDATE trace_terms_through SET row_id = (SELECT coalesce(max(id), 0) FROM trace_spans)")
             return spans
-        } }
+        }
     }
 }

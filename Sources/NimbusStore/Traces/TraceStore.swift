@@ -5,6 +5,11 @@ public protocol TraceStore: Sendable {
     /// Stores spans; a span already stored (same trace and span ID) is replaced.
     func appendTraceSpans(_ spans: [TraceSpan]) async throws
 
+    /// Stores spans nobody waits for (the trace journal's periodic writes) at the lowest
+    /// priority the store can give them, so the write yields the cores to requests. By default,
+    /// ``appendTraceSpans(_:)``.
+    func appendTraceSpansInBackground(_ spans: [TraceSpan]) async throws
+
     /// The spans of one trace, oldest first.
     func traceSpans(traceID: String) async throws -> [TraceSpan]
 
@@ -14,4 +19,10 @@ public protocol TraceStore: Sendable {
     /// Deletes spans that ended before `micros` (microseconds since 1970); returns how many.
     @discardableResult
     func pruneTraceSpans(endedBefore micros: Int64) async throws -> Int
+}
+
+extension TraceStore {
+    public func appendTraceSpansInBackground(_ spans: [TraceSpan]) async throws {
+        try await appendTraceSpans(spans)
+    }
 }

@@ -1,0 +1,82 @@
+import Foundation
+import Logging
+import NimbusStore
+import Testing
+
+@testable import NimbusServer
+
+/// The journal's periodic writes go in the background (the store's low-priority path); a
+/// flush someone waits for, and a backlog the background did not keep up with, go at the
+/// requests' priority.
+@Suite("Trace journal: background writes")
+struct TraceJournalTests {
+    enum Write: Equatable {
+        case background(Int)
+        case foreground(Int)
+    }
+
+    /// Tells each write and which way it came.
+    struct RecordingTraces: TraceStore {
+        let writes: AsyncStream<Write>.Continuation
+        func appendTraceSpans(_ spans: [TraceSpan]) async throws { writes.yield(.foreground(spans.count)) }
+        func appendTraceSpansInBackground(_ spans: [TraceSpan]) async throws { writes.yield(.background(spans.count)) }
+        func traceSpans(traceID: String) async throws -> [TraceSpan] { [] }
+        func traceIDs(touchingRecord recordName: String, limit: Int) async throws -> [String] { [] }
+        func pruneTraceSpans(endedBefore micros: Int64) async throws -> Int { 0 }
+    }
+
+    static func span(_ number: Int) -> TraceSpan {
+        TraceSpan(
+            traceID: String(repeating: "ab", count: 16), spanID: String(format: "%016x", number), parentSpanID: nil,
+            name: "records/modify", source: "server test", startMicros: 1, endMicros: 2)
+    }
+
+    struct TimedOut: Error {}
+
+    /// A journal over a recording store, with the first write it makes. `run()` runs if
+    /// `running` (after `before` recorded what it does), and is cancelled at the end.
+    static func firstWrite(
+        bufferLimit: Int = 50_000, running: Bool, _ before: @escaping @Sendable (TraceJournal) async -> Void
+    ) async throws -> Write? {
+        let (writes, continuation) = AsyncStream<Write>.makeStream()
+        var settings = TraceSettings()
+        settings.flushInterval = .milliseconds(1)
+        settings.bufferLimit = bufferLimit
+        let journal = TraceJournal(
+            store: RecordingTraces(writes: continuation), settings: settings, logger: Logger(label: "test"))
+        #expect(journal.urgentBacklog == max(1, bufferLimit / 10))
+        return try await withThrowingTaskGroup(of: Write?.self) { group in
+            defer { group.cancelAll() }
+            group.addTask { await writes.first { _ in true } }
+            group.addTask {
+                try await Task.sleep(for: .seconds(60))
+                throw TimedOut()
+            }
+            await before(journal)
+            if running { group.addTask { try await journal.run(); return nil } }
+            return try await group.next()!
+        }
+    }
+
+    @Test func periodicWritesGoInTheBackground() async throws {
+        let write = try await Self.firstWrite(running: true) { $0.record(Self.span(1)) }
+        #expect(write == .background(1))
+    }
+
+    @Test func aFlushSomeoneWaitsForGoesAtTheRequestsPriority() async throws {
+        let write = try await Self.firstWrite(running: false) { journal in
+            journal.record(Self.span(1))
+            journal.record(Self.span(2))
+            await journal.flush()
+        }
+        #expect(write == .foreground(2))
+    }
+
+    @Test func aBacklogIsWrittenAtTheRequestsPriority() async throws {
+        // A tenth of a 100-span buffer: 10 spans waiting at once are a backlog.
+        let write = try await Self.firstWrite(bufferLimit: 100, running: true) { journal in
+            for number in 0..<30 { journal.record(Self.span(number)) }
+        }
+        #expect(write == .foreground(30))
+    }
+}
