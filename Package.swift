@@ -410,6 +410,8 @@ let package = Package(
                 .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
                 // Request headers read the way the tracer reads them.
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                // A journal's counters read from a registry of the test's own.
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),

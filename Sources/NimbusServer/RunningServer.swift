@@ -70,13 +70,13 @@ public final class RunningServer: Sendable {
     ) async throws -> RunningServer {
         let store = try await configuration.storage.open(logger: logger, clock: configuration.clock)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
-        let journal = TraceJournal(store: store, settings: configuration.tracing, logger: logger)
-        let tracer = NimbusTracer(
-            journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) },
-            ids: TraceIDGenerator(seed: UInt64.random(in: .min ... .max)))
         // Per server, never `MetricsSystem.bootstrap`: servers in one process count apart.
         let registry = configuration.metrics.enabled ? PrometheusCollectorRegistry() : nil
         let metrics = registry.map { ServerMetrics(registry: $0) }
+        let journal = TraceJournal(store: store, settings: configuration.tracing, metrics: metrics, logger: logger)
+        let tracer = NimbusTracer(
+            journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) },
+            ids: TraceIDGenerator(seed: UInt64.random(in: .min ... .max)))
         let hub = PushHub(tracer: tracer, metrics: metrics)
         let assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
         let links = AssetLinks(tokens: try store.changeTokens)

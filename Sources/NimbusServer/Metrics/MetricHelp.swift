@@ -18,6 +18,9 @@ enum MetricHelp {
         "nimbus_push_connections": "Devices connected to this node's push channel.",
         "nimbus_push_queue_frames": "Push frames queued to connected devices and not yet written to their sockets.",
         "nimbus_asset_bytes_total": "Asset bytes received by upload URLs and sent by download URLs.",
+        "nimbus_trace_spans_written_total": "Spans of traced changes written to the store.",
+        "nimbus_trace_spans_dropped_total":
+            "Spans of traced changes dropped because the trace journal's buffer was full (the store did not keep up).",
     ]
 
     /// `exposition` (Prometheus text as the registry wrote it) with a `# HELP` line before each

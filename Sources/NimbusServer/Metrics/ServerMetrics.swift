@@ -39,6 +39,8 @@ final class ServerMetrics: Sendable {
     private let pushQueueFrames: CoreMetrics.Gauge
     private let assetBytesUploaded: CoreMetrics.Counter
     private let assetBytesDownloaded: CoreMetrics.Counter
+    private let traceSpansWritten: CoreMetrics.Counter
+    private let traceSpansDropped: CoreMetrics.Counter
 
     /// Where a count of records read comes from.
     enum RecordReadSource: String, CaseIterable, Sendable {
@@ -86,6 +88,8 @@ final class ServerMetrics: Sendable {
             label: "nimbus_asset_bytes_total", dimensions: [("direction", "upload")], factory: factory)
         assetBytesDownloaded = CoreMetrics.Counter(
             label: "nimbus_asset_bytes_total", dimensions: [("direction", "download")], factory: factory)
+        traceSpansWritten = CoreMetrics.Counter(label: "nimbus_trace_spans_written_total", factory: factory)
+        traceSpansDropped = CoreMetrics.Counter(label: "nimbus_trace_spans_dropped_total", factory: factory)
     }
 
     // MARK: - Requests
@@ -180,5 +184,19 @@ final class ServerMetrics: Sendable {
     func countAssetBytesDownloaded(_ bytes: Int64) {
         guard bytes > 0 else { return }
         assetBytesDownloaded.increment(by: bytes)
+    }
+
+    // MARK: - Tracing
+
+    /// Counts spans of traced changes the trace journal wrote to the store.
+    func countTraceSpansWritten(_ count: Int) {
+        guard count > 0 else { return }
+        traceSpansWritten.increment(by: count)
+    }
+
+    /// Counts spans the trace journal dropped: its buffer was full, the store did not keep up.
+    func countTraceSpansDropped(_ count: Int) {
+        guard count > 0 else { return }
+        traceSpansDropped.increment(by: count)
     }
 }

@@ -16,6 +16,8 @@ public final class TraceJournal: Service, Sendable {
     private struct Buffer {
         var spans: [TraceSpan] = []
         var dropped = 0
+        /// Dropped since the last write: logged and counted with it.
+        var droppedUnreported = 0
         var watchers: [UInt64: Watcher] = [:]
         var nextWatcher: UInt64 = 0
         /// The latest write to the store; each flush waits for the ones before it.
@@ -29,6 +31,8 @@ public final class TraceJournal: Service, Sendable {
 
     let store: any TraceStore
     let settings: TraceSettings
+    /// Counts spans written and dropped (`nil`: metrics off).
+    let metrics: ServerMetrics?
     /// `server <node>`: who recorded this node's spans.
     let source: String
     private let logger: Logger
@@ -38,9 +42,10 @@ public final class TraceJournal: Service, Sendable {
     private let arrivals: AsyncStream<Void>
     private let arrived: AsyncStream<Void>.Continuation
 
-    init(store: any TraceStore, settings: TraceSettings, logger: Logger) {
+    init(store: any TraceStore, settings: TraceSettings, metrics: ServerMetrics? = nil, logger: Logger) {
         self.store = store
         self.settings = settings
+        self.metrics = metrics
         self.source = "server \(settings.nodeName ?? ProcessInfo.processInfo.hostName)"
         self.logger = logger
         (arrivals, arrived) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -58,6 +63,7 @@ public final class TraceJournal: Service, Sendable {
             if buffer.spans.count >= settings.bufferLimit {
                 buffer.spans.removeFirst()
                 buffer.dropped += 1
+                buffer.droppedUnreported += 1
             }
             buffer.spans.append(span)
             return (buffer.watchers.isEmpty ? [] : Array(buffer.watchers.values), buffer.spans.count == 1)
@@ -91,9 +97,11 @@ public final class TraceJournal: Service, Sendable {
     /// Writes what is buffered now, after the writes already under way; in the background
     /// unless it is a backlog of ``urgentBacklog`` spans or more.
     private func flush(inBackground: Bool) async {
-        let write = buffer.withLockedValue { buffer -> Task<Void, Never> in
+        let (write, dropped) = buffer.withLockedValue { buffer -> (Task<Void, Never>, Int) in
             let spans = buffer.spans
             buffer.spans.removeAll(keepingCapacity: true)
+            let dropped = buffer.droppedUnreported
+            buffer.droppedUnreported = 0
             let previous = buffer.lastWrite
             let background = inBackground && spans.count < urgentBacklog
             let write = Task {
@@ -101,7 +109,13 @@ public final class TraceJournal: Service, Sendable {
                 await self.write(spans, inBackground: background)
             }
             buffer.lastWrite = write
-            return write
+            return (write, dropped)
+        }
+        if dropped > 0 {
+            metrics?.countTraceSpansDropped(dropped)
+            logger.warning(
+                "trace spans dropped: the buffer was full and the store did not keep up",
+                metadata: ["spans": "\(dropped)", "buffer": "\(settings.bufferLimit)"])
         }
         await write.value
     }
@@ -114,6 +128,7 @@ public final class TraceJournal: Service, Sendable {
             } else {
                 try await store.appendTraceSpans(spans)
             }
+            metrics?.countTraceSpansWritten(spans.count)
         } catch {
             logger.warning("trace spans could not be written", metadata: ["spans": "\(spans.count)", "error": "\(error)"])
         }

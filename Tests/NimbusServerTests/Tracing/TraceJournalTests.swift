@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NimbusStore
+import Prometheus
 import Testing
 
 @testable import NimbusServer
@@ -78,5 +79,25 @@ struct TraceJournalTests {
             for number in 0..<30 { journal.record(Self.span(number)) }
         }
         #expect(write == .foreground(30))
+    }
+
+    @Test func droppedAndWrittenSpansAreCounted() async throws {
+        let (writes, continuation) = AsyncStream<Write>.makeStream()
+        var settings = TraceSettings()
+        settings.bufferLimit = 10
+        let registry = PrometheusCollectorRegistry()
+        let journal = TraceJournal(
+            store: RecordingTraces(writes: continuation), settings: settings, metrics: ServerMetrics(registry: registry),
+            logger: Logger(label: "test"))
+        for number in 0..<15 { journal.record(Self.span(number)) }
+        #expect(journal.droppedSpans == 5)
+        await journal.flush()
+        continuation.finish()
+        #expect(await writes.first { _ in true } == .foreground(10))
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        let counts = MetricsScrape.parse(String(decoding: bytes, as: UTF8.self))
+        #expect(counts["nimbus_trace_spans_dropped_total"] == 5)
+        #expect(counts["nimbus_trace_spans_written_total"] == 10)
     }
 }
