@@ -105,32 +105,52 @@ final class NimbusSpan: Tracing.Span, Sendable {
             return state
         }
         guard let finished else { return }
-        let traceID = TraceText.hex(traceContext.traceID)
-        let spanID = TraceText.hex(traceContext.spanID)
-        journal.record(span(of: finished, traceID: traceID, spanID: spanID, endMicros: endMicros))
-        for child in finished.children { journal.record(span(of: child, traceID: traceID, parentSpanID: spanID)) }
+        // Made into stored spans when the journal writes them, off the request's path; the
+        // closure holds the span's values, not the span.
+        let ended = Ended(
+            state: finished, traceContext: traceContext, parentSpanID: parentSpanID, startMicros: startMicros,
+            endMicros: endMicros, source: journal.source)
+        journal.record(count: 1 + finished.children.count) { ended.spans() }
     }
 
-    private func span(of state: State, traceID: String, spanID: String, endMicros: Int64) -> TraceSpan {
-        var facts = state.facts
-        state.attributes.forEach { key, value in facts.attributes[key] = Self.text(value) }
-        if facts.message == nil, let text = state.status?.message { facts.message = text }
-        return TraceSpan(
-            traceID: traceID, spanID: spanID, parentSpanID: parentSpanID.map(TraceText.hex), name: state.operationName,
-            source: journal.source, startMicros: startMicros, endMicros: max(endMicros, startMicros),
-            status: state.status?.code == .error ? .error : .ok, errorCode: facts.errorCode, message: facts.message,
-            attributes: facts.attributes, recordNames: facts.recordNames)
+    /// What an ended span recorded, to be made into its ``TraceSpan`` and its children's.
+    private struct Ended: Sendable {
+        var state: State
+        var traceContext: TraceContext
+        var parentSpanID: SpanID?
+        var startMicros: Int64
+        var endMicros: Int64
+        var source: String
+
+        func spans() -> [TraceSpan] {
+            let traceID = TraceText.hex(traceContext.traceID)
+            let spanID = TraceText.hex(traceContext.spanID)
+            var spans = [span(traceID: traceID, spanID: spanID)]
+            for child in state.children { spans.append(span(of: child, traceID: traceID, parentSpanID: spanID)) }
+            return spans
+        }
+
+        private func span(traceID: String, spanID: String) -> TraceSpan {
+            var facts = state.facts
+            state.attributes.forEach { key, value in facts.attributes[key] = NimbusSpan.text(value) }
+            if facts.message == nil, let text = state.status?.message { facts.message = text }
+            return TraceSpan(
+                traceID: traceID, spanID: spanID, parentSpanID: parentSpanID.map(TraceText.hex), name: state.operationName,
+                source: source, startMicros: startMicros, endMicros: max(endMicros, startMicros),
+                status: state.status?.code == .error ? .error : .ok, errorCode: facts.errorCode, message: facts.message,
+                attributes: facts.attributes, recordNames: facts.recordNames)
+        }
+
+        private func span(of child: ChildHop, traceID: String, parentSpanID: String) -> TraceSpan {
+            TraceSpan(
+                traceID: traceID, spanID: TraceText.hex(child.spanID), parentSpanID: parentSpanID, name: child.name,
+                source: source, startMicros: child.startMicros, endMicros: max(child.endMicros, child.startMicros),
+                status: child.failed ? .error : .ok, errorCode: child.facts.errorCode, message: child.facts.message,
+                attributes: child.facts.attributes, recordNames: child.facts.recordNames)
+        }
     }
 
-    private func span(of child: ChildHop, traceID: String, parentSpanID: String) -> TraceSpan {
-        TraceSpan(
-            traceID: traceID, spanID: TraceText.hex(child.spanID), parentSpanID: parentSpanID, name: child.name,
-            source: journal.source, startMicros: child.startMicros, endMicros: max(child.endMicros, child.startMicros),
-            status: child.failed ? .error : .ok, errorCode: child.facts.errorCode, message: child.facts.message,
-            attributes: child.facts.attributes, recordNames: child.facts.recordNames)
-    }
-
-    private static func text(_ value: SpanAttribute) -> String {
+    fileprivate static func text(_ value: SpanAttribute) -> String {
         switch value.toSpanAttribute() {
         case .string(let text): return text
         case .stringConvertible(let value): return "\(value)"

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 import NimbusStore
 import ServiceLifecycle
 
@@ -11,10 +12,39 @@ import ServiceLifecycle
 /// Those periodic writes go in the background (`TraceStore.appendTraceSpansInBackground`: on
 /// SQLite, a thread at nice 19), so they yield the cores to requests; a backlog of
 /// ``urgentBacklog`` spans or more (the background cannot keep up: the cores are busy), and
-/// every ``flush()`` someone waits for, are written at the requests' priority instead.
+/// every ``flush()`` someone waits for, are written at the requests' priority instead. A
+/// request's spans are made from what it recorded only there, in the write (``record(count:_:)``),
+/// not on the request's path.
 public final class TraceJournal: Service, Sendable {
+    /// Spans waiting for the store: made already, or made when written.
+    private enum Entry: Sendable {
+        case span(TraceSpan)
+        case deferred(count: Int, make: @Sendable () -> [TraceSpan])
+
+        var count: Int {
+            switch self {
+            case .span: 1
+            case .deferred(let count, _): count
+            }
+        }
+
+        static func spans(of entries: CircularBuffer<Entry>) -> [TraceSpan] {
+            var spans: [TraceSpan] = []
+            spans.reserveCapacity(entries.count * 2)
+            for entry in entries {
+                switch entry {
+                case .span(let span): spans.append(span)
+                case .deferred(_, let make): spans.append(contentsOf: make())
+                }
+            }
+            return spans
+        }
+    }
+
     private struct Buffer {
-        var spans: [TraceSpan] = []
+        var entries = CircularBuffer<Entry>()
+        /// Spans in `entries`.
+        var count = 0
         var dropped = 0
         /// Dropped since the last write: logged and counted with it.
         var droppedUnreported = 0
@@ -22,6 +52,20 @@ public final class TraceJournal: Service, Sendable {
         var nextWatcher: UInt64 = 0
         /// The latest write to the store; each flush waits for the ones before it.
         var lastWrite: Task<Void, Never>?
+
+        /// Appends an entry, dropping the oldest while the buffer would hold more than `limit`
+        /// spans; returns whether the buffer was empty.
+        mutating func append(_ entry: Entry, limit: Int) -> Bool {
+            let wasEmpty = entries.isEmpty
+            while count + entry.count > limit, let oldest = entries.popFirst() {
+                count -= oldest.count
+                dropped += oldest.count
+                droppedUnreported += oldest.count
+            }
+            entries.append(entry)
+            count += entry.count
+            return wasEmpty
+        }
     }
 
     private struct Watcher {
@@ -60,16 +104,22 @@ public final class TraceJournal: Service, Sendable {
     /// Queues an ended span for the store.
     func record(_ span: TraceSpan) {
         let (watchers, first) = buffer.withLockedValue { buffer -> ([Watcher], Bool) in
-            if buffer.spans.count >= settings.bufferLimit {
-                buffer.spans.removeFirst()
-                buffer.dropped += 1
-                buffer.droppedUnreported += 1
-            }
-            buffer.spans.append(span)
-            return (buffer.watchers.isEmpty ? [] : Array(buffer.watchers.values), buffer.spans.count == 1)
+            let first = buffer.append(.span(span), limit: settings.bufferLimit)
+            return (buffer.watchers.isEmpty ? [] : Array(buffer.watchers.values), first)
         }
         if first { arrived.yield() }
         for watcher in watchers where watcher.matches(span) { watcher.continuation.yield(span) }
+    }
+
+    /// Queues `count` ended spans that `make` makes when they are written (off the request's
+    /// path; at once if someone watches spans as they end).
+    func record(count: Int, _ make: @escaping @Sendable () -> [TraceSpan]) {
+        let (watched, first) = buffer.withLockedValue { buffer -> (Bool, Bool) in
+            guard buffer.watchers.isEmpty else { return (true, false) }
+            return (false, buffer.append(.deferred(count: count, make: make), limit: settings.bufferLimit))
+        }
+        if first { arrived.yield() }
+        if watched { for span in make() { record(span) } }
     }
 
     /// The spans recorded on this node from now on that `matches` (a test awaiting a hop, a
@@ -98,15 +148,17 @@ public final class TraceJournal: Service, Sendable {
     /// unless it is a backlog of ``urgentBacklog`` spans or more.
     private func flush(inBackground: Bool) async {
         let (write, dropped) = buffer.withLockedValue { buffer -> (Task<Void, Never>, Int) in
-            let spans = buffer.spans
-            buffer.spans.removeAll(keepingCapacity: true)
+            let entries = buffer.entries
+            let count = buffer.count
+            buffer.entries.removeAll(keepingCapacity: true)
+            buffer.count = 0
             let dropped = buffer.droppedUnreported
             buffer.droppedUnreported = 0
             let previous = buffer.lastWrite
-            let background = inBackground && spans.count < urgentBacklog
+            let background = inBackground && count < urgentBacklog
             let write = Task {
                 await previous?.value
-                await self.write(spans, inBackground: background)
+                await self.write(entries, inBackground: background)
             }
             buffer.lastWrite = write
             return (write, dropped)
@@ -120,17 +172,18 @@ public final class TraceJournal: Service, Sendable {
         await write.value
     }
 
-    private func write(_ spans: [TraceSpan], inBackground: Bool) async {
-        guard !spans.isEmpty else { return }
+    private func write(_ entries: CircularBuffer<Entry>, inBackground: Bool) async {
+        guard !entries.isEmpty else { return }
+        let count = entries.reduce(0) { $0 + $1.count }
         do {
             if inBackground {
-                try await store.appendTraceSpansInBackground(spans)
+                try await store.appendTraceSpansInBackground { Entry.spans(of: entries) }
             } else {
-                try await store.appendTraceSpans(spans)
+                try await store.appendTraceSpans(Entry.spans(of: entries))
             }
-            metrics?.countTraceSpansWritten(spans.count)
+            metrics?.countTraceSpansWritten(count)
         } catch {
-            logger.warning("trace spans could not be written", metadata: ["spans": "\(spans.count)", "error": "\(error)"])
+            logger.warning("trace spans could not be written", metadata: ["spans": "\(count)", "error": "\(error)"])
         }
     }
 

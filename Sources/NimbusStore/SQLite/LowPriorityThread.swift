@@ -21,7 +21,8 @@ final class LowPriorityThread: @unchecked Sendable {
     private var jobs: [@Sendable () -> Void] = []
     private var stopped = false
 
-    /// Starts the thread; it lives until ``stop()``.
+    /// Starts the thread; it lives until ``stop()`` (the thread holds this object, so dropping
+    /// it does not end the thread: its owner stops it when it closes or goes away).
     init(name: String) {
         let thread = Thread { [self] in loop() }
         thread.name = name

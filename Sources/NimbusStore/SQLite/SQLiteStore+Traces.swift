@@ -153,13 +153,16 @@ extension SQLiteStore: TraceStore {
         try await traces.write { db in try Self.insert(rows, into: db) }
     }
 
-    /// On ``traceWriter``, a thread at nice 19: SQLite's work, its commit and its checkpoints
-    /// wait while requests need the cores.
-    public func appendTraceSpansInBackground(_ spans: [TraceSpan]) async throws {
-        guard !spans.isEmpty else { return }
-        let rows = TraceSpanRows.rows(of: spans)
+    /// On ``traceWriter``, a thread at nice 19: making the spans and their rows, SQLite's
+    /// work, its commit and its checkpoints wait while requests need the cores.
+    public func appendTraceSpansInBackground(_ make: @escaping @Sendable () -> [TraceSpan]) async throws {
         let traces = traces
-        try await traceWriter.run { try traces.write { db in try Self.insert(rows, into: db) } }
+        try await traceWriter.run {
+            let spans = make()
+            guard !spans.isEmpty else { return }
+            let rows = TraceSpanRows.rows(of: spans)
+            try traces.write { db in try Self.insert(rows, into: db) }
+        }
     }
 
     /// Appends the rows, and indexes the rows not indexed yet once ``termBatch`` of them wait.

@@ -75,6 +75,9 @@ public final class SQLiteStore: Sendable {
         try self.init(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"), random: random, clock: clock)
     }
 
+    /// A store dropped without ``close()`` still ends its writer thread (which holds itself).
+    deinit { traceWriter.stop() }
+
     /// Closes the database files. Further use throws.
     public func close() throws {
         checkpointer.stop()

@@ -25,6 +25,9 @@ final class WALCheckpointer: Sendable {
 
     private let task: Task<Void, Never>
     private let connection: DatabaseQueue
+    /// Where checkpoints run: at nice 19, so copying the log yields the cores to requests (the
+    /// commit past ``safetyPages`` is the backstop if it falls behind on a busy machine).
+    private let thread: LowPriorityThread
 
     /// Starts checkpointing the WAL database at `path` (already created and migrated).
     init(path: String) throws {
@@ -33,6 +36,8 @@ final class WALCheckpointer: Sendable {
         configuration.label = "nimbus.wal-checkpointer"
         let connection = try DatabaseQueue(path: path, configuration: configuration)
         self.connection = connection
+        let thread = LowPriorityThread(name: "nimbus-checkpoint")
+        self.thread = thread
         let wal = path + "-wal"
         task = Task.detached(priority: .utility) {
             var seen = WALStamp.of(wal)
@@ -43,9 +48,9 @@ final class WALCheckpointer: Sendable {
                 let stamp = WALStamp.of(wal)
                 guard stamp != seen else { continue }
                 seen = stamp
-                // GRDB runs it on the connection's own queue, not on this task's thread. A busy
-                // or failed checkpoint is tried again on the next round.
-                _ = try? await connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+                // On the low-priority thread (GRDB's synchronous API runs there). A busy or
+                // failed checkpoint is tried again on the next round.
+                _ = try? await thread.run { try connection.writeWithoutTransaction { db in try db.checkpoint(.passive) } }
             }
         }
     }
@@ -54,10 +59,14 @@ final class WALCheckpointer: Sendable {
     /// the files can be removed once the store is closed.
     func stop() {
         task.cancel()
+        thread.stop()
         try? connection.close()
     }
 
-    deinit { task.cancel() }
+    deinit {
+        task.cancel()
+        thread.stop()
+    }
 }
 
 /// The size and modification time of a WAL file: whether anything was written since the

@@ -6,9 +6,9 @@ public protocol TraceStore: Sendable {
     func appendTraceSpans(_ spans: [TraceSpan]) async throws
 
     /// Stores spans nobody waits for (the trace journal's periodic writes) at the lowest
-    /// priority the store can give them, so the write yields the cores to requests. By default,
-    /// ``appendTraceSpans(_:)``.
-    func appendTraceSpansInBackground(_ spans: [TraceSpan]) async throws
+    /// priority the store can give them, so the write yields the cores to requests: `make`
+    /// makes them there too. By default, ``appendTraceSpans(_:)`` of what `make` makes.
+    func appendTraceSpansInBackground(_ make: @escaping @Sendable () -> [TraceSpan]) async throws
 
     /// The spans of one trace, oldest first.
     func traceSpans(traceID: String) async throws -> [TraceSpan]
@@ -22,7 +22,7 @@ public protocol TraceStore: Sendable {
 }
 
 extension TraceStore {
-    public func appendTraceSpansInBackground(_ spans: [TraceSpan]) async throws {
-        try await appendTraceSpans(spans)
+    public func appendTraceSpansInBackground(_ make: @escaping @Sendable () -> [TraceSpan]) async throws {
+        try await appendTraceSpans(make())
     }
 }

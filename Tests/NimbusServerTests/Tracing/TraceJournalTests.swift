@@ -20,7 +20,9 @@ struct TraceJournalTests {
     struct RecordingTraces: TraceStore {
         let writes: AsyncStream<Write>.Continuation
         func appendTraceSpans(_ spans: [TraceSpan]) async throws { writes.yield(.foreground(spans.count)) }
-        func appendTraceSpansInBackground(_ spans: [TraceSpan]) async throws { writes.yield(.background(spans.count)) }
+        func appendTraceSpansInBackground(_ make: @escaping @Sendable () -> [TraceSpan]) async throws {
+            writes.yield(.background(make().count))
+        }
         func traceSpans(traceID: String) async throws -> [TraceSpan] { [] }
         func traceIDs(touchingRecord recordName: String, limit: Int) async throws -> [String] { [] }
         func pruneTraceSpans(endedBefore micros: Int64) async throws -> Int { 0 }
