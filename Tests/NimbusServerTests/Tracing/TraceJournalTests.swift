@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NimbusStore
 import Prometheus
 import Testing
@@ -101,5 +102,27 @@ struct TraceJournalTests {
         let counts = MetricsScrape.parse(String(decoding: bytes, as: UTF8.self))
         #expect(counts["nimbus_trace_spans_dropped_total"] == 5)
         #expect(counts["nimbus_trace_spans_written_total"] == 10)
+    }
+
+    /// A request's spans are made when they are written, not when it ends, and a full buffer
+    /// drops a request's spans together, oldest first.
+    @Test func deferredSpansAreMadeWhenWrittenAndDroppedWhole() async throws {
+        let (writes, continuation) = AsyncStream<Write>.makeStream()
+        var settings = TraceSettings()
+        settings.bufferLimit = 10
+        let journal = TraceJournal(store: RecordingTraces(writes: continuation), settings: settings, logger: Logger(label: "test"))
+        let made = NIOLockedValueBox<[Int]>([])
+        for request in 0..<6 {
+            journal.record(count: 2) {
+                made.withLockedValue { $0.append(request) }
+                return [Self.span(request * 2), Self.span(request * 2 + 1)]
+            }
+        }
+        #expect(made.withLockedValue { $0 }.isEmpty, "nothing made on the requests' path")
+        #expect(journal.droppedSpans == 2)
+        await journal.flush()
+        continuation.finish()
+        #expect(await writes.first { _ in true } == .foreground(10))
+        #expect(made.withLockedValue { $0 } == [1, 2, 3, 4, 5], "the oldest request's spans were dropped together")
     }
 }
