@@ -8,7 +8,7 @@ import Glibc
 @testable import NimbusStore
 
 /// The thread the trace file is written on: jobs run on one thread at nice 19, their results
-/// and errors come back, and after `stop()` the running job finishes and new ones are refused.
+/// and errors come back, and `stop()` waits for the running job, cancels queued ones and refuses new ones.
 @Suite("Low-priority writer thread")
 struct LowPriorityThreadTests {
     struct Refused: Error {}
@@ -34,18 +34,48 @@ struct LowPriorityThreadTests {
         #endif
     }
 
-    @Test func stopLetsTheRunningJobFinishAndRefusesLaterOnes() async throws {
+    @Test func stopWaitsForTheRunningJobCancelsQueuedOnesAndRefusesLaterOnes() async throws {
         let thread = LowPriorityThread(name: "nimbus-test-low")
         let started = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)
-        let running = Task { try await thread.run { started.signal(); gate.wait(); return 1 } }
+        let finished = Flag()
+        let running = Task {
+            try await thread.run { started.signal(); gate.wait(); finished.set(); return 1 }
+        }
         // Waits for the job to start without blocking a thread of the cooperative pool.
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async { started.wait(); continuation.resume() }
         }
-        thread.stop()
+        let queued = Task { try await thread.run { 2 } }
+        // `stop()` blocks until the running job ends, so it is called off the cooperative pool;
+        // it reports whether that job had finished when it returned.
+        let stopped = Task {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    thread.stop()
+                    continuation.resume(returning: finished.isSet)
+                }
+            }
+        }
+        await #expect(throws: CancellationError.self) { try await queued.value }
         gate.signal()
+        #expect(await stopped.value, "stop() returned only after the running job ended")
         #expect(try await running.value == 1)
         await #expect(throws: CancellationError.self) { try await thread.run { 3 } }
     }
+
+    @Test func aJobMayStopItsOwnThread() async throws {
+        let thread = LowPriorityThread(name: "nimbus-test-low")
+        #expect(try await thread.run { thread.stop(); return 1 } == 1)
+        await #expect(throws: CancellationError.self) { try await thread.run { 2 } }
+    }
+}
+
+/// A flag set on one thread and read on another.
+private final class Flag: @unchecked Sendable {
+    // @unchecked: `value` is only read or written while `lock` is held.
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
 }

@@ -5,21 +5,30 @@ import Glibc
 #endif
 
 /// One OS thread that runs jobs in order at the lowest CPU priority the system gives without
-/// privileges (nice 19 on Linux), for writes nobody waits for: the trace file's.
+/// privileges (nice 19 on Linux), for writes nobody waits for: the trace file's, and the WAL
+/// checkpoints.
 ///
 /// A job that writes through GRDB's synchronous API runs on this thread (a serial dispatch
 /// queue's `sync` runs its block on the calling thread), so SQLite's work, its commit and its
 /// checkpoints all run at this priority. On 2 cores, a journal write that ran beside a request
-/// at the same priority delayed it (the traced single-record p99: docs/PERFORMANCE.md,
-/// "Tracing overhead"); at nice 19 the scheduler lets a woken request thread go first.
+/// at the same priority delayed it (docs/PERFORMANCE.md, "Tracing overhead"); at nice 19 the
+/// scheduler lets a woken request thread go first.
 ///
 /// A dedicated thread, not a dispatch queue: a nice value belongs to a thread, and one of
 /// libdispatch's shared workers, once lowered, could not be raised again without privileges.
 final class LowPriorityThread: @unchecked Sendable {
-    // @unchecked: `jobs` and `stopped` are only read or written while `condition` is locked.
+    // @unchecked: every stored property but `condition` is only read or written while
+    // `condition` is locked.
+    private struct Job {
+        var run: () -> Void
+        var cancel: () -> Void
+    }
+
     private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
+    private var jobs: [Job] = []
     private var stopped = false
+    private var running = false
+    private var thread: Thread?
 
     /// Starts the thread; it lives until ``stop()`` (the thread holds this object, so dropping
     /// it does not end the thread: its owner stops it when it closes or goes away).
@@ -29,29 +38,44 @@ final class LowPriorityThread: @unchecked Sendable {
         #if !os(Linux)
         thread.qualityOfService = .background
         #endif
+        self.thread = thread
         thread.start()
     }
 
     /// Runs `body` on the thread after the jobs before it, and returns what it returned.
+    /// Throws `CancellationError` if the thread is stopped before the job starts.
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let job: @Sendable () -> Void = { continuation.resume(with: Result { try body() }) }
+            let job = Job(
+                run: { continuation.resume(with: Result { try body() }) },
+                cancel: { continuation.resume(throwing: CancellationError()) })
             condition.lock()
-            defer { condition.unlock() }
             guard !stopped else {
-                continuation.resume(throwing: CancellationError())
+                condition.unlock()
+                job.cancel()
                 return
             }
             jobs.append(job)
-            condition.signal()
+            condition.broadcast()
+            condition.unlock()
         }
     }
 
-    /// Lets the thread finish the jobs already queued, then end; later jobs are refused.
+    /// Ends the thread: jobs not started yet are cancelled, later ones refused, and a job
+    /// under way finishes before this returns (so the owner may close what jobs use). Called
+    /// from a job on the thread itself, it does not wait.
     func stop() {
         condition.lock()
         stopped = true
-        condition.signal()
+        let cancelled = jobs
+        jobs.removeAll()
+        condition.broadcast()
+        condition.unlock()
+        // Their callers learn at once, not after the running job.
+        for job in cancelled { job.cancel() }
+        condition.lock()
+        let onThread = thread.map { $0 == Thread.current } ?? false
+        while running && !onThread { condition.wait() }
         condition.unlock()
     }
 
@@ -60,17 +84,21 @@ final class LowPriorityThread: @unchecked Sendable {
         // PRIO_PROCESS with 0 is the calling thread on Linux (a nice value is per thread there).
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
         #endif
+        condition.lock()
         while true {
-            condition.lock()
             while jobs.isEmpty && !stopped { condition.wait() }
-            if jobs.isEmpty {
+            if stopped {
+                thread = nil
                 condition.unlock()
                 return
             }
-            let batch = jobs
-            jobs.removeAll()
+            let job = jobs.removeFirst()
+            running = true
             condition.unlock()
-            for job in batch { job() }
+            job.run()
+            condition.lock()
+            running = false
+            condition.broadcast()
         }
     }
 }
