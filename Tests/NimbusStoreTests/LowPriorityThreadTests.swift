@@ -14,7 +14,7 @@ struct LowPriorityThreadTests {
     struct Refused: Error {}
 
     @Test func jobsRunOnOneThreadAtTheLowestPriority() async throws {
-        let thread = LowPriorityThread(name: "nimbus-test-low")
+        let thread = LowPriorityThread(name: "nimbus-test-low", priority: .idle)
         defer { thread.stop() }
         let results = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
             for job in 0..<20 { group.addTask { (job, try await thread.run { job * 2 }) } }
@@ -31,11 +31,27 @@ struct LowPriorityThreadTests {
         #if os(Linux)
         let nice = try await thread.run { getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) }
         #expect(nice == 19)
+        let policy = try await thread.run { sched_getscheduler(0) }
+        #expect(policy == LowPriorityThread.schedIdle)
+        #endif
+    }
+
+    @Test func theLowestPriorityIsNice19WithoutTheIdlePolicy() async throws {
+        let thread = LowPriorityThread(name: "nimbus-test-low", priority: .lowest)
+        defer { thread.stop() }
+        #if os(Linux)
+        let (nice, policy) = try await thread.run {
+            (getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0), sched_getscheduler(0))
+        }
+        #expect(nice == 19)
+        #expect(policy == SCHED_OTHER)
+        #else
+        #expect(try await thread.run { 1 } == 1)
         #endif
     }
 
     @Test func stopWaitsForTheRunningJobCancelsQueuedOnesAndRefusesLaterOnes() async throws {
-        let thread = LowPriorityThread(name: "nimbus-test-low")
+        let thread = LowPriorityThread(name: "nimbus-test-low", priority: .idle)
         let started = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)
         let finished = Flag()
@@ -65,7 +81,7 @@ struct LowPriorityThreadTests {
     }
 
     @Test func aJobMayStopItsOwnThread() async throws {
-        let thread = LowPriorityThread(name: "nimbus-test-low")
+        let thread = LowPriorityThread(name: "nimbus-test-low", priority: .idle)
         #expect(try await thread.run { thread.stop(); return 1 } == 1)
         await #expect(throws: CancellationError.self) { try await thread.run { 2 } }
     }

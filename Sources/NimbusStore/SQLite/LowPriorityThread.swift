@@ -4,25 +4,46 @@ import Foundation
 import Glibc
 #endif
 
-/// One OS thread that runs jobs in order at the lowest CPU priority the system gives without
-/// privileges (nice 19 on Linux), for writes nobody waits for: the trace file's, and the WAL
-/// checkpoints.
+/// One OS thread that runs jobs in order at a low CPU priority (nice 19 on Linux, and for
+/// ``Priority/idle`` the `SCHED_IDLE` policy too), for writes nobody waits for: the trace
+/// file's, and the WAL checkpoints.
 ///
 /// A job that writes through GRDB's synchronous API runs on this thread (a serial dispatch
 /// queue's `sync` runs its block on the calling thread), so SQLite's work, its commit and its
 /// checkpoints all run at this priority. On 2 cores, a journal write that ran beside a request
-/// at the same priority delayed it (docs/PERFORMANCE.md, "Tracing overhead"); at nice 19 the
-/// scheduler lets a woken request thread go first.
+/// at the same priority delayed it (docs/PERFORMANCE.md, "Tracing overhead"); at this
+/// priority the scheduler lets a woken request thread go first.
 ///
 /// A dedicated thread, not a dispatch queue: a nice value belongs to a thread, and one of
 /// libdispatch's shared workers, once lowered, could not be raised again without privileges.
 final class LowPriorityThread: @unchecked Sendable {
-    // @unchecked: every stored property but `condition` is only read or written while
-    // `condition` is locked.
+    // @unchecked: every stored property but the constants `condition` and `priority` is only
+    // read or written while `condition` is locked.
     private struct Job {
         var run: () -> Void
         var cancel: () -> Void
     }
+
+    /// How little of the cores the thread asks for.
+    enum Priority: Sendable {
+        /// Nice 19: the thread still gets a small share of busy cores (about 1.5 % beside a
+        /// thread at nice 0). For work that must not fall far behind: the WAL checkpoints,
+        /// which the store's commits would otherwise do themselves.
+        case lowest
+        /// `SCHED_IDLE` on Linux (nice 19 elsewhere): the scheduler preempts the thread as soon
+        /// as any other wakes on its core, and counts a core that runs only it as idle when it
+        /// places a woken thread. At nice 19 alone, a woken request could wait for the rest
+        /// of the writer's slice — the traced requests' p99 (docs/PERFORMANCE.md, "Tracing
+        /// overhead"). For work that may wait while the cores are busy: the trace file.
+        case idle
+    }
+
+    #if os(Linux)
+    /// Linux's `SCHED_IDLE` policy (Glibc's module does not export the macro).
+    static let schedIdle: Int32 = 5
+    #endif
+
+    private let priority: Priority
 
     private let condition = NSCondition()
     private var jobs: [Job] = []
@@ -32,7 +53,8 @@ final class LowPriorityThread: @unchecked Sendable {
 
     /// Starts the thread; it lives until ``stop()`` (the thread holds this object, so dropping
     /// it does not end the thread: its owner stops it when it closes or goes away).
-    init(name: String) {
+    init(name: String, priority: Priority) {
+        self.priority = priority
         let thread = Thread { [self] in loop() }
         thread.name = name
         #if !os(Linux)
@@ -83,6 +105,12 @@ final class LowPriorityThread: @unchecked Sendable {
         #if os(Linux)
         // PRIO_PROCESS with 0 is the calling thread on Linux (a nice value is per thread there).
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+        if priority == .idle {
+            // Allowed without privileges; if refused, nice 19 stays.
+            var parameters = sched_param()
+            parameters.sched_priority = 0
+            _ = sched_setscheduler(0, Self.schedIdle, &parameters)
+        }
         #endif
         condition.lock()
         while true {

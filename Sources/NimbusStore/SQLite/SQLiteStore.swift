@@ -63,7 +63,7 @@ public final class SQLiteStore: Sendable {
                 pool, candidate: ChangeTokens.newSecret(using: &random), now: clock.nowMillis()))
         self.pool = pool
         self.traces = try Self.openTraces(besides: path)
-        self.traceWriter = LowPriorityThread(name: "nimbus-traces")
+        self.traceWriter = LowPriorityThread(name: "nimbus-traces", priority: .idle)
         self.checkpointer = try WALCheckpointer(path: path)
     }
 

@@ -26,7 +26,9 @@ final class WALCheckpointer: Sendable {
     private let task: Task<Void, Never>
     private let connection: DatabaseQueue
     /// Where checkpoints run: at nice 19, so copying the log yields the cores to requests (the
-    /// commit past ``safetyPages`` is the backstop if it falls behind on a busy machine).
+    /// commit past ``safetyPages`` is the backstop if it falls behind on a busy machine). Not
+    /// `SCHED_IDLE`: beside a flood that keeps both cores busy, checkpoints then fell behind
+    /// and a quiet user's p99 grew (docs/PERFORMANCE.md, "Tracing overhead", eighth round).
     private let thread: LowPriorityThread
 
     /// Starts checkpointing the WAL database at `path` (already created and migrated).
@@ -36,7 +38,7 @@ final class WALCheckpointer: Sendable {
         configuration.label = "nimbus.wal-checkpointer"
         let connection = try DatabaseQueue(path: path, configuration: configuration)
         self.connection = connection
-        let thread = LowPriorityThread(name: "nimbus-checkpoint")
+        let thread = LowPriorityThread(name: "nimbus-checkpoint", priority: .lowest)
         self.thread = thread
         let wal = path + "-wal"
         task = Task.detached(priority: .utility) {
