@@ -10,7 +10,7 @@ import ServiceLifecycle
 /// ``TraceSettings/flushInterval`` by ``run()``, a service of the server's group.
 ///
 /// Those periodic writes go in the background (`TraceStore.appendTraceSpansInBackground`: on
-/// SQLite, a thread at nice 19), so they yield the cores to requests; a backlog of
+/// SQLite, a thread under `SCHED_IDLE`), so they yield the cores to requests; a backlog of
 /// ``urgentBacklog`` spans or more (the background cannot keep up: the cores are busy), and
 /// every ``flush()`` someone waits for, are written at the requests' priority instead. A
 /// request's spans are made from what it recorded only there, in the write (``record(count:_:)``),
@@ -158,7 +158,7 @@ public final class TraceJournal: Service, Sendable {
             let background = inBackground && count < urgentBacklog
             let write = Task {
                 await previous?.value
-                await self.write(entries, inBackground: background)
+                await self.write(entries, count: count, inBackground: background)
             }
             buffer.lastWrite = write
             return (write, dropped)
@@ -172,9 +172,9 @@ public final class TraceJournal: Service, Sendable {
         await write.value
     }
 
-    private func write(_ entries: CircularBuffer<Entry>, inBackground: Bool) async {
+    /// Writes `entries`, which hold `count` spans.
+    private func write(_ entries: CircularBuffer<Entry>, count: Int, inBackground: Bool) async {
         guard !entries.isEmpty else { return }
-        let count = entries.reduce(0) { $0 + $1.count }
         do {
             if inBackground {
                 try await store.appendTraceSpansInBackground { Entry.spans(of: entries) }

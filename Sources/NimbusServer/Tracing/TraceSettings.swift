@@ -13,10 +13,9 @@ public struct TraceSettings: Sendable {
     public var sampleUntraced: Double = 0
     /// How long spans are kept (pruned by the compaction service).
     public var retention: Duration = .seconds(7 * 24 * 3600)
-    /// How long after the first span of a batch the batch is written to the store. Longer
-    /// batches cost less per span; since the writes run at the lowest priority, a batch of 50 ms
-    /// no longer shows in the requests' latency tail, where one of 100 ms still does
-    /// (docs/PERFORMANCE.md, "Tracing overhead").
+    /// How long after the first span of a batch the batch is written to the store. 50 ms beat
+    /// 20 ms on CPU and p99 once the writes ran at a low priority; 100 ms to 1 s did no better
+    /// beyond the noise (docs/PERFORMANCE.md, "Tracing overhead", seventh and eighth rounds).
     public var flushInterval: Duration = .milliseconds(50)
     /// The most spans held in memory waiting to be written; beyond it the oldest are dropped
     /// (and counted: ``TraceJournal/droppedSpans``).

@@ -153,7 +153,7 @@ extension SQLiteStore: TraceStore {
         try await traces.write { db in try Self.insert(rows, into: db) }
     }
 
-    /// On ``traceWriter``, a thread at nice 19: making the spans and their rows, SQLite's
+    /// On ``traceWriter``, a thread under `SCHED_IDLE`: making the spans and their rows, SQLite's
     /// work, its commit and its checkpoints wait while requests need the cores.
     public func appendTraceSpansInBackground(_ make: @escaping @Sendable () -> [TraceSpan]) async throws {
         let traces = traces

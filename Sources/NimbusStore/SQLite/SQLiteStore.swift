@@ -17,8 +17,8 @@ public final class SQLiteStore: Sendable {
     /// The spans of traced changes, in a file of their own beside the store's
     /// (`nimbus-traces.sqlite`): writing them never waits for, nor holds up, a record write.
     let traces: DatabasePool
-    /// Where the trace file is written: one thread at the lowest priority, so that a write of
-    /// spans yields the cores to requests.
+    /// Where the trace file is written: one thread under `SCHED_IDLE`, so that a write of spans
+    /// yields a core the moment a request thread wakes on it.
     let traceWriter: LowPriorityThread
     /// Checkpoints the WAL off the commit path.
     private let checkpointer: WALCheckpointer
