@@ -45,6 +45,8 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         name: .long,
         help: "Server: the rest a user with requests waiting takes beside others, as a share of its last request's time (0: none).")
     var contendedRest = ThrottleSettings().contendedRest
+    @Flag(name: .long, help: "Server: run a flooding user's requests at the usual CPU priority, not in the background lane.")
+    var noBackgroundLane = false
     @Flag(name: .long, help: "Run the server with throttling off (rate limits and in-flight caps), for comparison.")
     var noThrottle = false
     @Flag(name: .long, help: "Run the flooding client in this process (default: a process of its own, as a device elsewhere).")
@@ -81,6 +83,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         configuration.throttle.userInFlight = userInFlight
         configuration.throttle.contendedUserInFlight = contendedUserInFlight
         configuration.throttle.contendedRest = contendedRest
+        configuration.throttle.backgroundLane = !noBackgroundLane
         let server = try await RunningServer.start(configuration, logger: logger)
         // The quiet user's connection on an event loop of its own, not behind the flood's.
         let quietLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -111,7 +114,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
             print(JSON.object(["machine": machine.json, "engine": .string(engine), "fairness": report.json]).serialized())
         } else {
             print("Nimbus fairness bench — \(machine.summary)")
-            print("engine: \(engine); throttling \(noThrottle ? "off" : "on, user in-flight cap \(userInFlight), \(contendedUserInFlight) beside other users, rest \(contendedRest)"); "
+            print("engine: \(engine); throttling \(noThrottle ? "off" : "on, user in-flight cap \(userInFlight), \(contendedUserInFlight) beside other users, rest \(contendedRest), background lane \(noBackgroundLane ? "off" : "on")"); "
                 + "load average at the end: \(machine.loadAverage)")
             print(report.text)
         }

@@ -31,6 +31,10 @@ struct ThrottleOptions: ParsableArguments {
             "While other users' requests share the server, a user with requests waiting rests before each next one for this share of the last one's running time (0: no rest).",
             valueName: "share"))
     var throttleContendedRest = ThrottleSettings().contendedRest
+    @Flag(
+        inversion: .prefixedNo,
+        help: "While other users' requests share the server, run the requests a user had waiting at the lowest CPU priority.")
+    var throttleBackgroundLane = ThrottleSettings().backgroundLane
     @Option(name: .long, help: "Requests from one address the server runs at once; more wait their turn (0: no cap).")
     var throttleAddressInFlight = ThrottleSettings().addressInFlight
 
@@ -55,6 +59,7 @@ struct ThrottleOptions: ParsableArguments {
             throw ValidationError("--throttle-contended-rest must be from 0 (no rest) to 10")
         }
         settings.contendedRest = throttleContendedRest
+        settings.backgroundLane = throttleBackgroundLane
         settings.addressInFlight = throttleAddressInFlight
         return settings
     }

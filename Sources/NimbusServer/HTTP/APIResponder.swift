@@ -148,6 +148,26 @@ struct APIResponder: Sendable {
             container: container, environment: environment, user: pending.identity.user?.recordName,
             token: credentials.apiToken ?? pending.identity.serverKeyID, address: PeerAddress.current)
         defer { permit?.release() }
+        // A user flooding the server beside others: its request runs at the lowest CPU priority.
+        if let lane = permit?.lane {
+            metrics?.countBackgroundRequest()
+            return try await lane.run {
+                try await handleAdmitted(
+                    request, context: context, operation: operation, bodyLimit: limit, pending: pending,
+                    container: container, environment: environment)
+            }
+        }
+        return try await handleAdmitted(
+            request, context: context, operation: operation, bodyLimit: limit, pending: pending, container: container,
+            environment: environment)
+    }
+
+    /// The rest of a request once the throttle let it run: reads, verifies and parses the body,
+    /// runs the operation and renders its result.
+    private func handleAdmitted(
+        _ request: Request, context: some RequestContext, operation: APIOperation, bodyLimit limit: Int,
+        pending: Authenticator.Pending, container: String, environment: ContainerEnvironment
+    ) async throws -> Response {
         let bodyBytes = try await Self.collectBody(request, limit: limit, operation: operation)
         let identity = try pending.verified(body: bodyBytes)
 

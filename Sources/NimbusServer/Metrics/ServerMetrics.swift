@@ -41,6 +41,7 @@ final class ServerMetrics: Sendable {
     private let assetBytesDownloaded: CoreMetrics.Counter
     private let traceSpansWritten: CoreMetrics.Counter
     private let traceSpansDropped: CoreMetrics.Counter
+    private let backgroundRequests: CoreMetrics.Counter
 
     /// Where a count of records read comes from.
     enum RecordReadSource: String, CaseIterable, Sendable {
@@ -90,6 +91,7 @@ final class ServerMetrics: Sendable {
             label: "nimbus_asset_bytes_total", dimensions: [("direction", "download")], factory: factory)
         traceSpansWritten = CoreMetrics.Counter(label: "nimbus_trace_spans_written_total", factory: factory)
         traceSpansDropped = CoreMetrics.Counter(label: "nimbus_trace_spans_dropped_total", factory: factory)
+        backgroundRequests = CoreMetrics.Counter(label: "nimbus_throttle_background_requests_total", factory: factory)
     }
 
     // MARK: - Requests
@@ -198,5 +200,11 @@ final class ServerMetrics: Sendable {
     func countTraceSpansDropped(_ count: Int) {
         guard count > 0 else { return }
         traceSpansDropped.increment(by: count)
+    }
+
+    /// Counts an API request that ran in the background lane: its user sent more requests at
+    /// once than it may run beside other users (docs/THROTTLING.md).
+    func countBackgroundRequest() {
+        backgroundRequests.increment()
     }
 }

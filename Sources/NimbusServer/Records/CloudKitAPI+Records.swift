@@ -92,7 +92,7 @@ extension CloudKitAPI {
             throw error
         }
         trace?.committed(outcome)
-        if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
+        if let commit = outcome.commit, !commit.notifications.isEmpty { await delivery.deliver(commit.notifications) }
         await endParticipations(pending, results: outcome.results, call.identity)
         if let metrics, outcome.commit != nil { Self.countCommit(outcome.results, in: metrics) }
 

@@ -7,6 +7,11 @@ import NimbusStore
 ///
 /// In development it extends the schema just in time (new record types and fields on save,
 /// indexes on the first query that needs them); in production it only checks.
+///
+/// The actor holds the cache and serializes changes; checking a request's records and
+/// planning a query run outside it, so one request's large batch never holds up another's
+/// (a flood's requests run at a low CPU priority, see ``BackgroundLane``: the actor must not
+/// wait on them).
 actor SchemaRegistry {
     struct Key: Hashable {
         var container: String
@@ -34,7 +39,7 @@ actor SchemaRegistry {
     /// `true`, reading again and retrying when another writer got there first.
     func update(
         _ container: String, _ environment: ContainerEnvironment,
-        _ change: (inout ContainerSchema) throws(CloudKitError) -> Bool
+        _ change: @Sendable (inout ContainerSchema) throws(CloudKitError) -> Bool
     ) async throws -> VersionedSchema {
         let key = Key(container: container, environment: environment)
         for _ in 0..<20 {
@@ -54,7 +59,7 @@ actor SchemaRegistry {
 
     /// Checks the records a modify request saves against the schema (coercing compatible
     /// values in place); in development, adds their new types and fields.
-    func admit(_ records: inout [Record], database: DatabaseKey) async throws {
+    nonisolated func admit(_ records: inout [Record], database: DatabaseKey) async throws {
         let environment = database.environment
         var current = try await self.current(database.container, environment)
         var checked = records
@@ -76,7 +81,7 @@ actor SchemaRegistry {
     /// The plan of a query, checked against the schema. In development the indexes it needs
     /// are added (built over the existing records) on first use; in production a missing index
     /// is BAD_REQUEST naming the record type, field and index kind.
-    func plan(_ query: RecordQuery, database: DatabaseKey) async throws -> QueryPlan {
+    nonisolated func plan(_ query: RecordQuery, database: DatabaseKey) async throws -> QueryPlan {
         let environment = database.environment
         let current = try await self.current(database.container, environment)
         guard let type = current.schema.recordTypes[query.recordType] else {

@@ -17,6 +17,9 @@ import NimbusStore
 /// such a key that keeps requests waiting also rests between them: its next request starts a
 /// share of the last one's running time after it ended, so a flood beside others leaves a
 /// core free part of the time, while a key that sends one request at a time never waits.
+/// And the requests such a key had waiting start in the ``Lane/background`` lane: the caller
+/// runs them at the lowest CPU priority (``BackgroundLane``), so on busy cores the other keys'
+/// requests go first.
 package final class InFlightLimiter: Sendable {
     /// The lower cap of a key while another key is active.
     package struct Contention: Sendable {
@@ -58,10 +61,26 @@ package final class InFlightLimiter: Sendable {
         }()
     }
 
+    /// Where an admitted request runs.
+    package enum Lane: Sendable, Equatable {
+        /// As any request: it started at once, or waited while its key was alone.
+        case usual
+        /// At the lowest priority (``BackgroundLane``): it waited for a place while its key's
+        /// cap was lowered beside another key's requests, so its key sends more at once than
+        /// it may run beside others — a flood.
+        case background
+    }
+
+    /// How a waiting request starts: after a rest, in a lane.
+    private struct Start: Sendable {
+        var rest: Duration = .zero
+        var lane = Lane.usual
+    }
+
     private struct Waiter {
         var id: Int
-        /// Resumed with the rest to take before running.
-        var continuation: CheckedContinuation<Duration, any Error>
+        /// Resumed with how to start.
+        var continuation: CheckedContinuation<Start, any Error>
     }
 
     private struct Entry {
@@ -122,11 +141,13 @@ package final class InFlightLimiter: Sendable {
         self.paces = (contention?.rest ?? 0) > 0
     }
 
-    /// Waits for one of `key`'s `limit` places (`limit` 0: no cap). THROTTLED when
-    /// `maxWaiting` requests of the key already wait; CancellationError when the task is
-    /// cancelled while waiting. Every successful acquire needs one ``release(_:)``.
-    package func acquire(_ key: String, limit: Int, maxWaiting: Int, what: String) async throws {
-        guard limit > 0 else { return }
+    /// Waits for one of `key`'s `limit` places (`limit` 0: no cap), and tells in which lane the
+    /// request should run. THROTTLED when `maxWaiting` requests of the key already wait;
+    /// CancellationError when the task is cancelled while waiting. Every successful acquire
+    /// needs one ``release(_:)``.
+    @discardableResult
+    package func acquire(_ key: String, limit: Int, maxWaiting: Int, what: String) async throws -> Lane {
+        guard limit > 0 else { return .usual }
         enum Decision { case run, wait(Int), refuse }
         let now = contention == nil ? 0 : clock.nowMillis()
         let started = paces ? pacer.now() : 0
@@ -149,15 +170,15 @@ package final class InFlightLimiter: Sendable {
             return .wait(state.nextID)
         }
         switch decision {
-        case .run: return
+        case .run: return .usual
         case .refuse:
             throw CloudKitError(
                 .throttled,
                 "\(what) has \(limit) requests running and \(maxWaiting) waiting, the most this server takes; "
                     + "send fewer requests at once and retry after 1 s", retryAfter: 1)
         case .wait(let id):
-            let rest = try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Duration, any Error>) in
+            let start = try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Start, any Error>) in
                     // Decided again under the lock: a place freed since the first look is taken now.
                     let outcome: Enqueued = self.state.withLockedValue { state in
                         if state.cancelledEarly.remove(id) != nil {
@@ -179,12 +200,12 @@ package final class InFlightLimiter: Sendable {
                     }
                     switch outcome {
                     case .cancelled: continuation.resume(throwing: CancellationError())
-                    case .running: continuation.resume(returning: .zero)
+                    case .running: continuation.resume(returning: Start())
                     case .waiting: break
                     }
                 }
             } onCancel: {
-                let continuation: CheckedContinuation<Duration, any Error>? = self.state.withLockedValue { state in
+                let continuation: CheckedContinuation<Start, any Error>? = self.state.withLockedValue { state in
                     guard state.unresumed.contains(id) else { return nil }  // already given its place
                     guard var entry = state.entries[key], let index = entry.waiting.firstIndex(where: { $0.id == id })
                     else {
@@ -198,13 +219,14 @@ package final class InFlightLimiter: Sendable {
                 }
                 continuation?.resume(throwing: CancellationError())
             }
-            guard rest > .zero else { return }
+            guard start.rest > .zero else { return start.lane }
             do {
-                try await pacer.sleep(rest)
+                try await pacer.sleep(start.rest)
             } catch {
                 release(key)
                 throw error
             }
+            return start.lane
         }
     }
 
@@ -214,8 +236,8 @@ package final class InFlightLimiter: Sendable {
         let now = contention == nil ? 0 : clock.nowMillis()
         let ended = paces ? pacer.now() : 0
         let contention = contention
-        let next: (continuations: [CheckedContinuation<Duration, any Error>], rest: Duration) = state.withLockedValue { state in
-            guard var entry = state.entries[key] else { return ([], .zero) }
+        let next: (continuations: [CheckedContinuation<Start, any Error>], start: Start) = state.withLockedValue { state in
+            guard var entry = state.entries[key] else { return ([], Start()) }
             entry.running -= 1
             let cap = state.limit(of: key, entry.limit, contention: contention, now: now)
             // Beside others (its cap lowered) with more waiting: rest a share of the last run.
@@ -224,7 +246,7 @@ package final class InFlightLimiter: Sendable {
                 let ran = max(0, ended - entry.lastStart)
                 rest = min(Int64(Double(ran) * contention.rest), contention.maxRestNanos)
             }
-            var resumed: [CheckedContinuation<Duration, any Error>] = []
+            var resumed: [CheckedContinuation<Start, any Error>] = []
             while entry.running < cap, !entry.waiting.isEmpty {
                 let waiter = entry.waiting.removeFirst()
                 state.unresumed.remove(waiter.id)
@@ -233,9 +255,11 @@ package final class InFlightLimiter: Sendable {
                 resumed.append(waiter.continuation)
             }
             state.entries[key] = entry.running > 0 || !entry.waiting.isEmpty ? entry : nil
-            return (resumed, .nanoseconds(rest))
+            // Its cap lowered beside others: the requests it let wait run in the background.
+            let lane: Lane = contention != nil && cap < entry.limit ? .background : .usual
+            return (resumed, Start(rest: .nanoseconds(rest), lane: lane))
         }
-        for continuation in next.continuations { continuation.resume(returning: next.rest) }
+        for continuation in next.continuations { continuation.resume(returning: next.start) }
     }
 
     /// Requests running and waiting under `key`.

@@ -43,6 +43,10 @@ package final class RequestThrottle: Sendable {
         fileprivate let throttle: RequestThrottle
         fileprivate let user: String?
         fileprivate let address: String?
+        /// Where the request runs: the background lane (its user floods the server beside
+        /// others: it waited for one of the places its user has beside them), or `nil` for the
+        /// usual executor.
+        let lane: BackgroundLane?
 
         package func release() {
             if let address { throttle.addressSlots.release(address) }
@@ -78,8 +82,9 @@ package final class RequestThrottle: Sendable {
                 setting: "nimbus container throttle --token-rate")
         }
         let userKey = user.map { scope + $0 }
+        var lane = InFlightLimiter.Lane.usual
         if let userKey {
-            try await userSlots.acquire(
+            lane = try await userSlots.acquire(
                 userKey, limit: settings.userInFlight, maxWaiting: settings.maxWaiting, what: "this user")
         }
         if let address {
@@ -94,7 +99,8 @@ package final class RequestThrottle: Sendable {
         }
         return Permit(
             throttle: self, user: settings.userInFlight > 0 ? userKey : nil,
-            address: settings.addressInFlight > 0 ? address : nil)
+            address: settings.addressInFlight > 0 ? address : nil,
+            lane: lane == .background && settings.backgroundLane ? BackgroundLane.shared : nil)
     }
 
     /// The address's bucket alone, for asset transfers (whose URLs carry no container

@@ -29,11 +29,14 @@ public struct ThrottleSettings: Sendable {
     /// the server.
     public var contentionWindow: Duration = .milliseconds(100)
     /// While another user's requests share the server, a user with requests waiting rests
-    /// before each next one for this share of how long the last one ran (at most 20 ms):
-    /// 1 leaves its lane free about half the time, so a flood beside others is paced to about
-    /// half the rate it would get alone. A user sending one request at a time never rests.
-    /// 0: no rest.
-    public var contendedRest: Double = 1
+    /// before each next one for this share of how long the last one ran (at most 20 ms): 0.5
+    /// leaves its lane free about a third of the time. A user sending one request at a time
+    /// never rests. 0: no rest.
+    public var contendedRest: Double = 0.5
+    /// While another user's requests share the server, the requests a user had waiting run in
+    /// the background lane, at the lowest CPU priority (Linux's `SCHED_IDLE`): on busy cores
+    /// the other users' requests go first. Off: they run as any request.
+    public var backgroundLane = true
     /// Requests from one client address run at once; more wait in order (0: no cap).
     public var addressInFlight = 64
     /// Requests of one user or address that may wait for a place; one more is THROTTLED.

@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// One OS thread that runs jobs in order at a low CPU priority (nice 19 on Linux, and for
 /// ``Priority/idle`` the `SCHED_IDLE` policy too), for writes nobody waits for: the trace
 /// file's, and the WAL checkpoints.
@@ -24,23 +20,17 @@ final class LowPriorityThread: @unchecked Sendable {
         var cancel: () -> Void
     }
 
-    /// How little of the cores the thread asks for.
-    enum Priority: Sendable {
-        /// Nice 19: the thread still gets a small share of busy cores (about 1.5 % beside a
-        /// thread at nice 0). For work that must not fall far behind: the WAL checkpoints,
-        /// which the store's commits would otherwise do themselves.
-        case lowest
-        /// `SCHED_IDLE` on Linux (nice 19 elsewhere): the scheduler preempts the thread as soon
-        /// as any other wakes on its core, and counts a core that runs only it as idle when it
-        /// places a woken thread. At nice 19 alone, a woken request could wait for the rest
-        /// of the writer's slice — the traced requests' p99 (docs/PERFORMANCE.md, "Tracing
-        /// overhead"). For work that may wait while the cores are busy: the trace file.
-        case idle
-    }
+    /// How little of the cores the thread asks for: ``ThreadPriority/lowest`` (nice 19) for
+    /// work that must not fall far behind, the WAL checkpoints, which the store's commits
+    /// would otherwise do themselves; ``ThreadPriority/idle`` (`SCHED_IDLE`) for work that may
+    /// wait while the cores are busy, the trace file (at nice 19 alone, a woken request could
+    /// wait for the rest of the writer's slice: the traced requests' p99, docs/PERFORMANCE.md,
+    /// "Tracing overhead").
+    typealias Priority = ThreadPriority
 
     #if os(Linux)
-    /// Linux's `SCHED_IDLE` policy (Glibc's module does not export the macro).
-    static let schedIdle: Int32 = 5
+    /// Linux's `SCHED_IDLE` policy.
+    static let schedIdle = ThreadPriority.schedIdle
     #endif
 
     private let priority: Priority
@@ -102,16 +92,7 @@ final class LowPriorityThread: @unchecked Sendable {
     }
 
     private func loop() {
-        #if os(Linux)
-        // PRIO_PROCESS with 0 is the calling thread on Linux (a nice value is per thread there).
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-        if priority == .idle {
-            // Allowed without privileges; if refused, nice 19 stays.
-            var parameters = sched_param()
-            parameters.sched_priority = 0
-            _ = sched_setscheduler(0, Self.schedIdle, &parameters)
-        }
-        #endif
+        priority.applyToCurrentThread()
         condition.lock()
         while true {
             while jobs.isEmpty && !stopped { condition.wait() }

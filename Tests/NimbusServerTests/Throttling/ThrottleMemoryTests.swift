@@ -52,7 +52,7 @@ import Testing
         try await limiter.acquire("bob", limit: 1, maxWaiting: 1, what: "this user")
         limiter.release("bob")
         limiter.release("alice")
-        try await second.value
+        #expect(try await second.value == .usual)  // no contention cap: no background lane
         #expect(Self.load(limiter) == [1, 0])
         limiter.release("alice")
         #expect(Self.load(limiter) == [0, 0])
@@ -91,14 +91,14 @@ import Testing
         await Self.awaitWaiting(limiter, "alice", 2)
         #expect(Self.load(limiter) == [1, 2])
         limiter.release("alice")
-        try await second.value
+        #expect(try await second.value == .background)  // waited beside Bob
         #expect(Self.load(limiter) == [1, 1])
 
         // Bob is done, but arrived within the window: still one at a time.
         limiter.release("bob")
         clock.advance(by: .milliseconds(50))
         limiter.release("alice")
-        try await third.value
+        #expect(try await third.value == .background)  // Bob arrived within the window
         #expect(Self.load(limiter) == [1, 0])
 
         // Past the window, Alice alone again gets the full cap at once.
@@ -124,7 +124,7 @@ import Testing
         clock.advance(by: .milliseconds(101))
         // One release of Alice's lets all three waiting run: her cap is 4 again.
         limiter.release("alice")
-        for waiter in waiters { try await waiter.value }
+        for waiter in waiters { #expect(try await waiter.value == .usual) }  // alone again
         #expect(Self.load(limiter) == [3, 0])
         for _ in 0..<3 { limiter.release("alice") }
         #expect(Self.load(limiter) == [0, 0])
@@ -147,10 +147,10 @@ import Testing
     }
 
     /// Bob and Alice each have a request running, and Alice a second one waiting (returned).
-    static func aliceWaitsBesideBob(_ limiter: InFlightLimiter) async throws -> Task<Void, any Error> {
+    static func aliceWaitsBesideBob(_ limiter: InFlightLimiter) async throws -> Task<InFlightLimiter.Lane, any Error> {
         try await limiter.acquire("bob", limit: 4, maxWaiting: 8, what: "this user")
         try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user")
-        let second = Task { try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
+        let second = Task { () async throws -> InFlightLimiter.Lane in try await limiter.acquire("alice", limit: 4, maxWaiting: 8, what: "this user") }
         await awaitWaiting(limiter, "alice", 1)
         return second
     }
@@ -167,7 +167,7 @@ import Testing
         await Self.awaitWaiting(limiter, "alice", 1)
         time.advance(by: .milliseconds(3))
         limiter.release("alice")
-        try await fifth.value
+        #expect(try await fifth.value == .usual)  // waited while alone
         for _ in 0..<4 { limiter.release("alice") }
         #expect(time.rests.withLockedValue { $0 }.isEmpty)
 
@@ -175,7 +175,7 @@ import Testing
         let second = try await Self.aliceWaitsBesideBob(limiter)
         time.advance(by: .milliseconds(4))
         limiter.release("alice")
-        try await second.value
+        #expect(try await second.value == .background)
         #expect(time.rests.withLockedValue { $0 } == [.milliseconds(4)])
 
         // …and never more than the longest rest, after a slow one.
@@ -183,7 +183,7 @@ import Testing
         await Self.awaitWaiting(limiter, "alice", 1)
         time.advance(by: .milliseconds(4) + .milliseconds(300))  // its 4 ms rest, then 300 ms of work
         limiter.release("alice")
-        try await third.value
+        #expect(try await third.value == .background)
         #expect(time.rests.withLockedValue { $0 } == [.milliseconds(4), .milliseconds(20)])
 
         // A request sent when none of hers waits starts at once: one at a time never rests.

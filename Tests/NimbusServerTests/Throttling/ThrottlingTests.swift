@@ -182,4 +182,77 @@ import Testing
             #expect(refused.serverErrorCode == "THROTTLED")
         }
     }
+
+    /// Alice sends `requests` 10-record modifies at once to `zone`, round after round, until
+    /// `done` holds of the metrics or `rounds` have passed; every one must succeed. Returns the
+    /// record names written.
+    static func floodRounds(
+        _ alice: TestClient, zone: String, prefix: String, server: TestServer, requests: Int = 8, rounds: Int,
+        until done: (MetricsScrape) -> Bool
+    ) async throws -> [String] {
+        var names: [String] = []
+        for round in 0..<rounds {
+            let replies = try await withThrowingTaskGroup(of: TestClient.Reply.self) { group in
+                for request in 0..<requests {
+                    let operations = (0..<10).map { op("create", "\(prefix)\(round)-\(request)-\($0)", fields: ["n": .int($0)]) }
+                    group.addTask { try await alice.modify(zone, operations) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            for reply in replies {
+                #expect(reply.status == 200, "\(reply.text)")
+                #expect(reply.records.count == 10 && reply.records.allSatisfy { $0["serverErrorCode"] == nil }, "\(reply.text)")
+            }
+            names += replies.flatMap { $0.records.compactMap { $0["recordName"]?.string } }
+            if done(try await MetricsScrape.of(server.server.baseURL)) { break }
+        }
+        return names
+    }
+
+    static let backgroundSeries = "nimbus_throttle_background_requests_total"
+
+    /// Alone, a user's requests beyond its cap wait and run as usual; beside another user, the
+    /// ones that waited run in the background lane (counted in `/metrics`) and still answer
+    /// in full. The clock stands still, so Bob, once seen, stays within the contention window.
+    @Test func besideAnotherUserAFloodsWaitingRequestsRunInTheBackgroundLane() async throws {
+        try await Self.withServer(throttle: { $0.userInFlight = 2 }) { server, _ in
+            let alice = try await server.user("alice")
+            #expect(try await alice.createZone("Notes").status == 200)
+            // Alone: 8 at once against a cap of 2, so some wait; none goes to the lane.
+            let alone = try await Self.floodRounds(alice, zone: "Notes", prefix: "alone", server: server, rounds: 3) { _ in false }
+            #expect(try await MetricsScrape.of(server.server.baseURL)[Self.backgroundSeries] == 0)
+
+            let bob = try await server.user("bob")
+            #expect(try await Self.listZones(bob).reply.status == 200)
+            let beside = try await Self.floodRounds(alice, zone: "Notes", prefix: "beside", server: server, rounds: 50) {
+                $0[Self.backgroundSeries] > 0
+            }
+            #expect(try await MetricsScrape.of(server.server.baseURL)[Self.backgroundSeries] > 0)
+            // Everything each request answered is stored.
+            var stored: Set<String> = []
+            var token: String?
+            repeat {
+                let page = try await alice.changes("Notes", since: token)
+                stored.formUnion(page.records.compactMap { $0["recordName"]?.string })
+                token = page["syncToken"]?.string
+                if page["moreComing"]?.bool != true { break }
+            } while true
+            #expect(stored == Set(alone + beside))
+            #expect(alone.count == 3 * 8 * 10 && beside.count % 80 == 0 && !beside.isEmpty)
+        }
+    }
+
+    @Test func withTheLaneOffAFloodBesideOthersRunsAsUsual() async throws {
+        try await Self.withServer(throttle: {
+            $0.userInFlight = 2
+            $0.backgroundLane = false
+        }) { server, _ in
+            let alice = try await server.user("alice")
+            let bob = try await server.user("bob")
+            #expect(try await alice.createZone("Notes").status == 200)
+            #expect(try await Self.listZones(bob).reply.status == 200)
+            _ = try await Self.floodRounds(alice, zone: "Notes", prefix: "r", server: server, rounds: 3) { _ in false }
+            #expect(try await MetricsScrape.of(server.server.baseURL)[Self.backgroundSeries] == 0)
+        }
+    }
 }
