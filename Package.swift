@@ -386,6 +386,9 @@ let package = Package(
                 "NimbusStore",
                 "NimbusServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // A fake OpenTelemetry collector (the OTLP export tests).
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

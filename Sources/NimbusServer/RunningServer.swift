@@ -73,7 +73,13 @@ public final class RunningServer: Sendable {
         // Per server, never `MetricsSystem.bootstrap`: servers in one process count apart.
         let registry = configuration.metrics.enabled ? PrometheusCollectorRegistry() : nil
         let metrics = registry.map { ServerMetrics(registry: $0) }
-        let journal = TraceJournal(store: store, settings: configuration.tracing, metrics: metrics, logger: logger)
+        let exporter = configuration.tracing.otlpEndpoint.map {
+            OTLPExporter(
+                endpoint: $0, headers: configuration.tracing.otlpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+                queueLimit: configuration.tracing.otlpQueueLimit, metrics: metrics, logger: logger)
+        }
+        let journal = TraceJournal(
+            store: store, settings: configuration.tracing, metrics: metrics, exporter: exporter, logger: logger)
         let tracer = NimbusTracer(
             journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) },
             ids: TraceIDGenerator(seed: UInt64.random(in: .min ... .max)))
@@ -178,8 +184,10 @@ public final class RunningServer: Sendable {
         let group = ServiceGroup(
             configuration: .init(
                 // Shut down in reverse: the sweeper first ends the couriers' long polls.
-                // The trace journal first, so it stops last: its final flush sees every span.
-                services: [journal, relay, app, compactor, collector, sessionWatcher, sweeper],
+                // The trace journal first, so it stops last: its final flush sees every span;
+                // the OpenTelemetry exporter before it, so it sends that flush too.
+                services: (exporter.map { [$0] } ?? [] as [any Service])
+                    + [journal, relay, app, compactor, collector, sessionWatcher, sweeper],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))
         let runTask = Task {

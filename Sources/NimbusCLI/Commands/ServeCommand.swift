@@ -101,8 +101,45 @@ struct ServeCommand: AsyncParsableCommand {
     var traceSample: Double = 0
     @Option(name: .long, help: "Days to keep trace spans.")
     var traceRetentionDays: Double = 7
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Send every trace span to this OpenTelemetry collector too (OTLP/HTTP with JSON, to its /v1/traces).",
+            valueName: "http://host:4318"))
+    var traceOtlpEndpoint: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A header for the collector (repeatable), such as a vendor's API key.", valueName: "name=value"))
+    var traceOtlpHeader: [String] = []
 
     @OptionGroup(title: "Throttling") var throttle: ThrottleOptions
+
+    /// `--trace-otlp-header` values, checked; with `--trace-otlp-endpoint`, checked too.
+    func otlpHeaders() throws -> [String: String] {
+        if let endpoint = traceOtlpEndpoint {
+            guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ValidationError(
+                    "--trace-otlp-endpoint must be an http:// or https:// URL (a collector's OTLP/HTTP port, 4318), got '\(endpoint)'")
+            }
+        } else if !traceOtlpHeader.isEmpty {
+            throw ValidationError("--trace-otlp-header needs --trace-otlp-endpoint")
+        }
+        var headers: [String: String] = [:]
+        for header in traceOtlpHeader {
+            guard let equals = header.firstIndex(of: "="), equals != header.startIndex else {
+                throw ValidationError("--trace-otlp-header must be name=value, got '\(header)'")
+            }
+            let name = String(header[..<equals]).trimmingCharacters(in: .whitespaces)
+            let value = String(header[header.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+            guard name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }), !name.isEmpty,
+                !value.contains(where: { $0 == "\r" || $0 == "\n" })
+            else {
+                throw ValidationError("--trace-otlp-header '\(header)': the name must be letters, digits, - or _, the value one line")
+            }
+            headers[name] = value
+        }
+        return headers
+    }
 
     func validate() throws {
         guard (0...1).contains(traceSample) else { throw ValidationError("--trace-sample must be within 0 and 1, got \(traceSample)") }
@@ -110,6 +147,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--trace-retention-days must be more than 0 and at most 3650, got \(traceRetentionDays)")
         }
         _ = try logSettings()
+        _ = try otlpHeaders()
         if !metrics, metricsToken != nil { throw ValidationError("--metrics-token needs metrics on (drop --no-metrics)") }
         if let metricsToken, metricsToken.isEmpty { throw ValidationError("--metrics-token must not be empty") }
         _ = try connectionSettings()
@@ -187,6 +225,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.tracing.enabled = tracing
         configuration.tracing.sampleUntraced = traceSample
         configuration.tracing.retention = .milliseconds(Int64(traceRetentionDays * 86_400_000))
+        configuration.tracing.otlpEndpoint = traceOtlpEndpoint
+        configuration.tracing.otlpHeaders = try otlpHeaders()
         configuration.throttle = try throttle.settings()
         configuration.routeExtensions = [Dashboard()]
         configuration.logTail = tail

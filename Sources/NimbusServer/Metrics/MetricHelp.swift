@@ -21,6 +21,8 @@ enum MetricHelp {
         "nimbus_trace_spans_written_total": "Spans of traced changes written to the store.",
         "nimbus_trace_spans_dropped_total":
             "Spans of traced changes dropped because the trace journal's buffer was full (the store did not keep up).",
+        "nimbus_trace_spans_exported_total":
+            "Spans sent to the OpenTelemetry collector (--trace-otlp-endpoint), by outcome: sent, failed, dropped.",
         "nimbus_throttle_background_requests_total":
             "API requests run at the lowest CPU priority: their user sent more at once than it may run beside other users.",
     ]

@@ -42,10 +42,21 @@ final class ServerMetrics: Sendable {
     private let traceSpansWritten: CoreMetrics.Counter
     private let traceSpansDropped: CoreMetrics.Counter
     private let backgroundRequests: CoreMetrics.Counter
+    private let spansExported: [ExportOutcome: CoreMetrics.Counter]
 
     /// Where a count of records read comes from.
     enum RecordReadSource: String, CaseIterable, Sendable {
         case lookup, query, changes
+    }
+
+    /// What became of spans meant for an OpenTelemetry collector.
+    enum ExportOutcome: String, CaseIterable, Sendable {
+        /// The collector took them (HTTP 2xx).
+        case sent
+        /// The collector refused them or did not answer.
+        case failed
+        /// The queue was full: never sent.
+        case dropped
     }
 
     /// Which edge met an unexpected (non-CloudKit) error.
@@ -92,6 +103,14 @@ final class ServerMetrics: Sendable {
         traceSpansWritten = CoreMetrics.Counter(label: "nimbus_trace_spans_written_total", factory: factory)
         traceSpansDropped = CoreMetrics.Counter(label: "nimbus_trace_spans_dropped_total", factory: factory)
         backgroundRequests = CoreMetrics.Counter(label: "nimbus_throttle_background_requests_total", factory: factory)
+        spansExported = Dictionary(
+            uniqueKeysWithValues: ExportOutcome.allCases.map {
+                (
+                    $0,
+                    CoreMetrics.Counter(
+                        label: "nimbus_trace_spans_exported_total", dimensions: [("outcome", $0.rawValue)], factory: factory)
+                )
+            })
     }
 
     // MARK: - Requests
@@ -206,5 +225,11 @@ final class ServerMetrics: Sendable {
     /// once than it may run beside other users (docs/THROTTLING.md).
     func countBackgroundRequest() {
         backgroundRequests.increment()
+    }
+
+    /// Counts spans meant for the OpenTelemetry collector, by what became of them.
+    func countTraceSpansExported(_ count: Int, outcome: ExportOutcome) {
+        guard count > 0 else { return }
+        spansExported[outcome]?.increment(by: count)
     }
 }

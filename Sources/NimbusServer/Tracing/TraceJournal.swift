@@ -79,6 +79,8 @@ public final class TraceJournal: Service, Sendable {
     let metrics: ServerMetrics?
     /// `server <node>`: who recorded this node's spans.
     let source: String
+    /// Where spans go besides the store (`nil`: nowhere).
+    let exporter: OTLPExporter?
     private let logger: Logger
     private let buffer = NIOLockedValueBox(Buffer())
     /// Signalled when a span arrives in an empty buffer: ``run()`` sleeps until then, so an
@@ -86,10 +88,14 @@ public final class TraceJournal: Service, Sendable {
     private let arrivals: AsyncStream<Void>
     private let arrived: AsyncStream<Void>.Continuation
 
-    init(store: any TraceStore, settings: TraceSettings, metrics: ServerMetrics? = nil, logger: Logger) {
+    init(
+        store: any TraceStore, settings: TraceSettings, metrics: ServerMetrics? = nil, exporter: OTLPExporter? = nil,
+        logger: Logger
+    ) {
         self.store = store
         self.settings = settings
         self.metrics = metrics
+        self.exporter = exporter
         self.source = "server \(settings.nodeName ?? ProcessInfo.processInfo.hostName)"
         self.logger = logger
         (arrivals, arrived) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -176,7 +182,16 @@ public final class TraceJournal: Service, Sendable {
     private func write(_ entries: CircularBuffer<Entry>, count: Int, inBackground: Bool) async {
         guard !entries.isEmpty else { return }
         do {
-            if inBackground {
+            if let exporter {
+                // Made here once, for both.
+                let spans = Entry.spans(of: entries)
+                exporter.enqueue(spans)
+                if inBackground {
+                    try await store.appendTraceSpansInBackground { spans }
+                } else {
+                    try await store.appendTraceSpans(spans)
+                }
+            } else if inBackground {
                 try await store.appendTraceSpansInBackground { Entry.spans(of: entries) }
             } else {
                 try await store.appendTraceSpans(Entry.spans(of: entries))

@@ -22,6 +22,15 @@ public struct TraceSettings: Sendable {
     public var bufferLimit = 50_000
     /// This node's name in spans (`source: server <node>`); defaults to the host name.
     public var nodeName: String?
+    /// An OpenTelemetry collector's OTLP/HTTP endpoint (`http://collector:4318`): every span
+    /// written to the store is sent there too, as JSON to its `/v1/traces`
+    /// (`nimbus serve --trace-otlp-endpoint`). `nil`: none.
+    public var otlpEndpoint: String?
+    /// Headers sent with every export (a collector's or vendor's API key:
+    /// `--trace-otlp-header "x-api-key=…"`).
+    public var otlpHeaders: [String: String] = [:]
+    /// The most spans waiting for the collector; beyond it the oldest are dropped and counted.
+    public var otlpQueueLimit = 10_000
 
     public init() {}
 }
