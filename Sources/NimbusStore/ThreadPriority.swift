@@ -9,7 +9,7 @@ package enum ThreadPriority: Sendable {
     /// Nice 19: the thread still gets a small share of busy cores (about 1.5 % beside a thread
     /// at nice 0).
     case lowest
-    /// `SCHED_IDLE` on Linux (nice 19 elsewhere): the scheduler preempts the thread as soon as
+    /// Nice 19 and `SCHED_IDLE` on Linux: the scheduler preempts the thread as soon as
     /// any other wakes on its core, and counts a core that runs only it as idle when it places
     /// a woken thread.
     case idle

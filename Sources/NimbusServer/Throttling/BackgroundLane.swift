@@ -1,10 +1,10 @@
 import Foundation
 import NimbusStore
 
-/// A task executor on a few OS threads under Linux's `SCHED_IDLE` policy (nice 19 elsewhere):
-/// where the requests of a user who floods the server beside other users run (see
-/// ``InFlightLimiter``), so that whenever another user's request wants a core, the scheduler
-/// gives it one at once, and the flood takes what is left.
+/// A task executor on a few OS threads under Linux's `SCHED_IDLE` policy (the utility quality
+/// of service on Apple platforms): where the requests of a user who floods the server beside
+/// other users run (see ``InFlightLimiter``), so that whenever another user's request wants a
+/// core, the scheduler gives it one at once, and the flood takes what is left.
 ///
 /// The throttle's lane and rest bound the flood's share of the server; this decides who goes
 /// first when both want a core at once. Without it, a quiet user's request that arrived while
@@ -16,7 +16,10 @@ import NimbusStore
 /// planning its records, rendering the answer. The store's writes still run on its writer at
 /// the usual priority, so a flood's transaction never holds SQLite's one writer on a thread
 /// the scheduler puts off. Shared state the requests touch is held briefly (locks, and actors
-/// that do no heavy work inside: ``SchemaRegistry`` checks records outside its isolation).
+/// that do no heavy work inside: ``SchemaRegistry`` checks records outside its isolation). And
+/// should a lane thread be put off while it holds one, the threads that wait for it sleep,
+/// which frees a core for it: the wait lasts as long as the cores are busy with work that
+/// does not need what it holds.
 ///
 /// One lane per process, as many threads as cores, started on first use.
 package final class BackgroundLane: @unchecked Sendable {
@@ -37,7 +40,9 @@ package final class BackgroundLane: @unchecked Sendable {
             }
             thread.name = "\(name)-\(index)"
             #if !os(Linux)
-            thread.qualityOfService = .background
+            // Not `.background`, which Apple's platforms may throttle for seconds: these are
+            // requests a client waits for.
+            thread.qualityOfService = .utility
             #endif
             thread.start()
         }
