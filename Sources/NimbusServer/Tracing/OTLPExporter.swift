@@ -77,11 +77,13 @@ final class OTLPExporter: Service, Sendable {
         } onGracefulShutdown: {
             self.arrived.finish()
         }
-        await sendQueued()
+        // Shutting down: a collector that fails does not hold the server up batch after batch.
+        await sendQueued(untilAFailure: true)
     }
 
-    /// Sends what is queued, batch after batch.
-    func sendQueued() async {
+    /// Sends what is queued, batch after batch; with `untilAFailure`, drops (and counts) what
+    /// is left after a batch fails.
+    func sendQueued(untilAFailure: Bool = false) async {
         while true {
             let batch = queue.withLockedValue { queue -> [TraceSpan] in
                 let batch = Array(queue.spans.prefix(Self.batchLimit))
@@ -89,11 +91,19 @@ final class OTLPExporter: Service, Sendable {
                 return batch
             }
             guard !batch.isEmpty else { return }
-            await send(batch)
+            if await !send(batch), untilAFailure {
+                let left = queue.withLockedValue { queue in
+                    defer { queue.spans.removeAll() }
+                    return queue.spans.count
+                }
+                metrics?.countTraceSpansExported(left, outcome: .dropped)
+                return
+            }
         }
     }
 
-    private func send(_ spans: [TraceSpan]) async {
+    /// Sends one batch; whether the collector took it.
+    private func send(_ spans: [TraceSpan]) async -> Bool {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -121,5 +131,6 @@ final class OTLPExporter: Service, Sendable {
         } else if problem == nil, wasFailing {
             logger.notice("the OpenTelemetry collector takes spans again", metadata: ["url": "\(url)"])
         }
+        return problem == nil
     }
 }
