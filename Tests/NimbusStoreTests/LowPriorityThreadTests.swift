@@ -32,7 +32,7 @@ struct LowPriorityThreadTests {
         let nice = try await thread.run { getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) }
         #expect(nice == 19)
         let policy = try await thread.run { sched_getscheduler(0) }
-        #expect(policy == LowPriorityThread.schedIdle)
+        #expect(policy == ThreadPriority.schedIdle)
         #endif
     }
 

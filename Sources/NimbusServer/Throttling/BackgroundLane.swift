@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NimbusStore
 
 /// A task executor on a few OS threads under Linux's `SCHED_IDLE` policy (the utility quality
@@ -26,7 +27,7 @@ package final class BackgroundLane: @unchecked Sendable {
     // @unchecked: `jobs` is only read or written while `condition` is locked; the rest are
     // constants.
     private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
+    private var jobs = CircularBuffer<@Sendable () -> Void>()
 
     /// The process's lane.
     package static let shared = BackgroundLane(threads: ProcessInfo.processInfo.activeProcessorCount, name: "nimbus-lane")

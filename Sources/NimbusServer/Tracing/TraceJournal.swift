@@ -181,20 +181,19 @@ public final class TraceJournal: Service, Sendable {
     /// Writes `entries`, which hold `count` spans.
     private func write(_ entries: CircularBuffer<Entry>, count: Int, inBackground: Bool) async {
         guard !entries.isEmpty else { return }
+        // Made once, where the write runs (in the background on the writer's thread), for the
+        // store and the collector alike.
+        let exporter = exporter
+        let make: @Sendable () -> [TraceSpan] = {
+            let spans = Entry.spans(of: entries)
+            exporter?.enqueue(spans)
+            return spans
+        }
         do {
-            if let exporter {
-                // Made here once, for both.
-                let spans = Entry.spans(of: entries)
-                exporter.enqueue(spans)
-                if inBackground {
-                    try await store.appendTraceSpansInBackground { spans }
-                } else {
-                    try await store.appendTraceSpans(spans)
-                }
-            } else if inBackground {
-                try await store.appendTraceSpansInBackground { Entry.spans(of: entries) }
+            if inBackground {
+                try await store.appendTraceSpansInBackground(make)
             } else {
-                try await store.appendTraceSpans(Entry.spans(of: entries))
+                try await store.appendTraceSpans(make())
             }
             metrics?.countTraceSpansWritten(count)
         } catch {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One OS thread that runs jobs in order at a low CPU priority (nice 19 on Linux, and for
-/// ``Priority/idle`` the `SCHED_IDLE` policy too), for writes nobody waits for: the trace
+/// ``ThreadPriority/idle`` the `SCHED_IDLE` policy too), for writes nobody waits for: the trace
 /// file's, and the WAL checkpoints.
 ///
 /// A job that writes through GRDB's synchronous API runs on this thread (a serial dispatch
@@ -26,14 +26,7 @@ final class LowPriorityThread: @unchecked Sendable {
     /// wait while the cores are busy, the trace file (at nice 19 alone, a woken request could
     /// wait for the rest of the writer's slice: the traced requests' p99, docs/PERFORMANCE.md,
     /// "Tracing overhead").
-    typealias Priority = ThreadPriority
-
-    #if os(Linux)
-    /// Linux's `SCHED_IDLE` policy.
-    static let schedIdle = ThreadPriority.schedIdle
-    #endif
-
-    private let priority: Priority
+    private let priority: ThreadPriority
 
     private let condition = NSCondition()
     private var jobs: [Job] = []
@@ -43,7 +36,7 @@ final class LowPriorityThread: @unchecked Sendable {
 
     /// Starts the thread; it lives until ``stop()`` (the thread holds this object, so dropping
     /// it does not end the thread: its owner stops it when it closes or goes away).
-    init(name: String, priority: Priority) {
+    init(name: String, priority: ThreadPriority) {
         self.priority = priority
         let thread = Thread { [self] in loop() }
         thread.name = name
