@@ -779,12 +779,12 @@ func processCPU() -> (user: Double, system: Double) {
 #if os(Linux)
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
-    FairnessFloodCommand.self, TraceStoreBenchCommand.self,
+    FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self,
 ]
 #else
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
-    FairnessFloodCommand.self, TraceStoreBenchCommand.self,
+    FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self,
 ]
 #endif
 
