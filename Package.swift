@@ -56,6 +56,8 @@ let package = Package(
             dependencies: [
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the statements a modify runs per record (`DirectStatement`).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // Signing sync tokens (HMAC-SHA256 with the server's secret).
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Stored values that no longer decode are logged, not thrown.

@@ -47,6 +47,10 @@ struct FairnessBenchCommand: AsyncParsableCommand {
     var contendedRest = ThrottleSettings().contendedRest
     @Flag(name: .long, help: "Server: run a flooding user's requests at the usual CPU priority, not in the background lane.")
     var noBackgroundLane = false
+    @Option(
+        name: .long,
+        help: "Server: in the background lane, the most records one transaction of a non-atomic batch writes (0: whole batches).")
+    var backgroundTransactionRecords = ThrottleSettings().backgroundTransactionRecords
     @Flag(name: .long, help: "Run the server with throttling off (rate limits and in-flight caps), for comparison.")
     var noThrottle = false
     @Flag(name: .long, help: "Run the flooding client in this process (default: a process of its own, as a device elsewhere).")
@@ -84,6 +88,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         configuration.throttle.contendedUserInFlight = contendedUserInFlight
         configuration.throttle.contendedRest = contendedRest
         configuration.throttle.backgroundLane = !noBackgroundLane
+        configuration.throttle.backgroundTransactionRecords = backgroundTransactionRecords
         let server = try await RunningServer.start(configuration, logger: logger)
         // The quiet user's connection on an event loop of its own, not behind the flood's.
         let quietLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -114,7 +119,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
             print(JSON.object(["machine": machine.json, "engine": .string(engine), "fairness": report.json]).serialized())
         } else {
             print("Nimbus fairness bench — \(machine.summary)")
-            print("engine: \(engine); throttling \(noThrottle ? "off" : "on, user in-flight cap \(userInFlight), \(contendedUserInFlight) beside other users, rest \(contendedRest), background lane \(noBackgroundLane ? "off" : "on")"); "
+            print("engine: \(engine); throttling \(noThrottle ? "off" : "on, user in-flight cap \(userInFlight), \(contendedUserInFlight) beside other users, rest \(contendedRest), background lane \(noBackgroundLane ? "off" : "on, transactions of \(backgroundTransactionRecords == 0 ? "whole batches" : "≤ \(backgroundTransactionRecords) records")")"); "
                 + "load average at the end: \(machine.loadAverage)")
             print(report.text)
         }

@@ -17,10 +17,11 @@ extension PostgresStore: RecordStore {
         _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
         in database: DatabaseKey
     ) async throws -> ModifyOutcome {
-        try await transaction { transaction in
+        // Worked out before the database's row lock is taken: other writes to it wait on the lock.
+        let names = ModifyPlanner.prefetchNames(for: operations)
+        return try await transaction { transaction in
             let (dbID, firstVersion) = try await lockDatabase(transaction, database, bump: true)
-            let read = try await zoneAndRecords(
-                transaction, database: dbID, zone: zone, names: ModifyPlanner.prefetchNames(for: operations))
+            let read = try await zoneAndRecords(transaction, database: dbID, zone: zone, names: names)
             guard read.zoneDeleted == false else { throw FeedRules.zoneNotFound(zone, in: database) }
             let assets = try await assetContext(
                 transaction, database: database, databaseID: dbID, operations: operations)
@@ -33,7 +34,7 @@ extension PostgresStore: RecordStore {
                     transaction, database: dbID, zone: zone, of: plan.deletedNames)
                 plan = planner.cascade(children: children)
             }
-            guard !plan.writes.isEmpty else {
+            guard !plan.changes.isEmpty else {
                 transaction.rollbackOnly = true
                 return ModifyOutcome(results: plan.results, commit: nil)
             }

@@ -1,5 +1,7 @@
 import Testing
 
+import struct NimbusProtocol.SplitMix64
+
 @testable import NimbusStore
 
 /// The byte search that decides whether a record's fields are parsed for assets, `DELETE_SELF`
@@ -31,5 +33,30 @@ struct FieldsTextTests {
         #expect(AssetReferences.mentioned(in: #"{"title":{"type":"STRING","value":"ASSET"}}"#), "may hold: the caller parses")
         #expect(DeleteSelfReferences.mentioned(in: #"{"p":{"type":"REFERENCE","value":{"action":"DELETE_SELF"}}}"#))
         #expect(!DeleteSelfReferences.mentioned(in: #"{"p":{"type":"REFERENCE","value":{"action":"NONE"}}}"#))
+    }
+
+    /// The search skips ahead with `memchr` on one byte of the marker: over random texts
+    /// from a small alphabet (so markers and their parts occur often, at every offset, at
+    /// both ends), it answers as a plain byte-by-byte search does.
+    @Test func answersAsAPlainSearchOverRandomTexts() {
+        var generator = SplitMix64(seed: 0x5EED_F1E1D5)
+        let alphabet = Array(#""ASETD_Lcl.ok,:"#.utf8)
+        let markers = [Self.asset, Array("DELETE_SELF".utf8), Array(#""cloudkit."#.utf8), Array("A".utf8), Array(#"""#.utf8)]
+        var found = 0
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...40, using: &generator)
+            let bytes = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }
+            let marker = markers.randomElement(using: &generator)!
+            let expected = Self.plainSearch(marker, in: bytes)
+            #expect(FieldsText.contains(marker, in: bytes) == expected, "\(String(decoding: bytes, as: UTF8.self))")
+            #expect(FieldsText.contains(marker, in: String(decoding: bytes, as: UTF8.self)) == expected)
+            if expected { found += 1 }
+        }
+        #expect(found > 1_000, "the texts hold markers often enough to test both answers")
+    }
+
+    static func plainSearch(_ marker: [UInt8], in bytes: [UInt8]) -> Bool {
+        guard !marker.isEmpty, bytes.count >= marker.count else { return false }
+        return (0...(bytes.count - marker.count)).contains { Array(bytes[$0..<($0 + marker.count)]) == marker }
     }
 }

@@ -35,6 +35,12 @@ struct ThrottleOptions: ParsableArguments {
         inversion: .prefixedNo,
         help: "While other users' requests share the server, run the requests a user had waiting at the lowest CPU priority.")
     var throttleBackgroundLane = ThrottleSettings().backgroundLane
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "In the background lane, a non-atomic batch of saves commits in transactions of at most this many records on SQLite (0: whole batches).",
+            valueName: "records"))
+    var throttleBackgroundTransactionRecords = ThrottleSettings().backgroundTransactionRecords
     @Option(name: .long, help: "Requests from one address the server runs at once; more wait their turn (0: no cap).")
     var throttleAddressInFlight = ThrottleSettings().addressInFlight
 
@@ -60,6 +66,10 @@ struct ThrottleOptions: ParsableArguments {
         }
         settings.contendedRest = throttleContendedRest
         settings.backgroundLane = throttleBackgroundLane
+        guard throttleBackgroundTransactionRecords >= 0 else {
+            throw ValidationError("--throttle-background-transaction-records must be 0 (whole batches) or more")
+        }
+        settings.backgroundTransactionRecords = throttleBackgroundTransactionRecords
         settings.addressInFlight = throttleAddressInFlight
         return settings
     }

@@ -23,6 +23,9 @@ struct APICall: Sendable {
     /// The request's logger: its lines carry the request's `request_id` (calls that come
     /// from no HTTP request, as the dashboard's, log nowhere).
     var logger: Logger = APICall.unlogged
+    /// Set for a request in the background lane: the most records one transaction of its
+    /// non-atomic batch of saves writes (``WritePolicy/transactionRecordLimit``).
+    var transactionRecordLimit: Int? = nil
 
     static let unlogged = Logger(label: "nimbus", factory: { _ in SwiftLogNoOpLogHandler() })
 

@@ -154,7 +154,7 @@ struct APIResponder: Sendable {
             return try await lane.run {
                 try await handleAdmitted(
                     request, context: context, operation: operation, bodyLimit: limit, pending: pending,
-                    container: container, environment: environment)
+                    container: container, environment: environment, transactionRecordLimit: permit?.transactionRecordLimit)
             }
         }
         return try await handleAdmitted(
@@ -166,7 +166,8 @@ struct APIResponder: Sendable {
     /// runs the operation and renders its result.
     private func handleAdmitted(
         _ request: Request, context: some RequestContext, operation: APIOperation, bodyLimit limit: Int,
-        pending: Authenticator.Pending, container: String, environment: ContainerEnvironment
+        pending: Authenticator.Pending, container: String, environment: ContainerEnvironment,
+        transactionRecordLimit: Int? = nil
     ) async throws -> Response {
         let bodyBytes = try await Self.collectBody(request, limit: limit, operation: operation)
         let identity = try pending.verified(body: bodyBytes)
@@ -184,7 +185,7 @@ struct APIResponder: Sendable {
             numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false,
             origin: RequestOrigin.of(request, configured: publicBaseURL), assetLinks: assetLinks,
             assetDownloadLifetime: assetDownloadLifetime, now: api.now(), peerAddress: PeerAddress.current,
-            logger: context.logger)
+            logger: context.logger, transactionRecordLimit: transactionRecordLimit)
         do {
             return Self.jsonResponse(try await api.handle(call))
         } catch var error as CloudKitError where error.code == .authenticationRequired {

@@ -80,7 +80,11 @@ extension CloudKitAPI {
 
         // CloudKit applies atomic only in custom zones; the default zone is never atomic.
         let atomic = (try call.body.optionalBool("atomic") ?? false) && !zoneID.isDefault
-        let policy = try await writePolicy(call)
+        var policy = try await writePolicy(call)
+        // A flood in the background lane commits a large batch of plain saves in parts.
+        if pending.allSatisfy({ !$0.implied && $0.sharing?.isShare != true }) {
+            policy.transactionRecordLimit = call.transactionRecordLimit
+        }
         let trace = ModifyTrace(tracer: tracer, zone: zoneID.zoneName, call: call, names: pending.map(\.record.recordName))
         caller.traceParent = trace?.commitTraceParent
         let outcome: ModifyOutcome

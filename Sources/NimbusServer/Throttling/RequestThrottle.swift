@@ -47,6 +47,9 @@ package final class RequestThrottle: Sendable {
         /// others: it waited for one of the places its user has beside them), or `nil` for the
         /// usual executor.
         let lane: BackgroundLane?
+        /// In the background lane: the most records one transaction of the request's
+        /// non-atomic batch of saves writes (``ThrottleSettings/backgroundTransactionRecords``).
+        let transactionRecordLimit: Int?
 
         package func release() {
             if let address { throttle.addressSlots.release(address) }
@@ -97,10 +100,13 @@ package final class RequestThrottle: Sendable {
                 throw error
             }
         }
+        let background = lane == .background && settings.backgroundLane
         return Permit(
             throttle: self, user: settings.userInFlight > 0 ? userKey : nil,
             address: settings.addressInFlight > 0 ? address : nil,
-            lane: lane == .background && settings.backgroundLane ? BackgroundLane.shared : nil)
+            lane: background ? BackgroundLane.shared : nil,
+            transactionRecordLimit: background && settings.backgroundTransactionRecords > 0
+                ? settings.backgroundTransactionRecords : nil)
     }
 
     /// The address's bucket alone, for asset transfers (whose URLs carry no container

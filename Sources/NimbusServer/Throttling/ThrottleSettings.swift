@@ -37,6 +37,12 @@ public struct ThrottleSettings: Sendable {
     /// the background lane, at the lowest CPU priority (Linux's `SCHED_IDLE`): on busy cores
     /// the other users' requests go first. Off: they run as any request.
     public var backgroundLane = true
+    /// In the background lane, a non-atomic batch of saves larger than this commits in
+    /// transactions of at most this many records, in order, on SQLite: another user's write
+    /// waits for one part, not for the whole batch, behind SQLite's one writer (a 200-record
+    /// transaction holds it about 2 ms). Each record still succeeds or fails on its own
+    /// (``WritePolicy/transactionRecordLimit``). 0: whole batches.
+    public var backgroundTransactionRecords = 50
     /// Requests from one client address run at once; more wait in order (0: no cap).
     public var addressInFlight = 64
     /// Requests of one user or address that may wait for a place; one more is THROTTLED.

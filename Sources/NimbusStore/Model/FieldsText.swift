@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Byte searches in records' JSON text: they decide whether fields are parsed at all, on every
 /// record a write touches and every record an answer renders. `String.contains` searches with
 /// the standard library's generic substring searcher (and, with Foundation, may bridge through
@@ -16,17 +24,35 @@ package enum FieldsText {
     }
 
     private static func contains(_ marker: [UInt8], in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let first = marker.first, bytes.count >= marker.count else { return false }
-        let last = bytes.count - marker.count
-        var position = 0
-        while position <= last {
-            if bytes[position] == first {
-                var matched = 1
-                while matched < marker.count && bytes[position + matched] == marker[matched] { matched += 1 }
-                if matched == marker.count { return true }
+        guard !marker.isEmpty, bytes.count >= marker.count, let base = bytes.baseAddress else { return false }
+        // The C library's `memchr` finds one byte of the marker a vector at a time and
+        // `memcmp` checks the whole marker there: the byte loop this replaced was a tenth of
+        // a 200-record write (nimbus-bench store-write). The byte searched for is one that is
+        // rare in JSON (not a quote, a lowercase letter or punctuation), so `memchr` does not
+        // stop at every field.
+        let anchor = marker.firstIndex { !commonInJSON($0) } ?? 0
+        let anchorByte = CInt(marker[anchor])
+        return marker.withUnsafeBytes { needle in
+            guard let needleBase = needle.baseAddress else { return false }
+            let last = bytes.count - needle.count  // the last offset the marker can start at
+            var start = 0
+            while start <= last {
+                guard let found = memchr(base + start + anchor, anchorByte, last - start + 1) else { return false }
+                start = UnsafeRawPointer(found).assumingMemoryBound(to: UInt8.self) - base - anchor
+                if memcmp(base + start, needleBase, needle.count) == 0 { return true }
+                start += 1
             }
-            position += 1
+            return false
         }
-        return false
+    }
+
+    private static func commonInJSON(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "\""), UInt8(ascii: ":"), UInt8(ascii: ","),
+            UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: " "):
+            return true
+        default:
+            return false
+        }
     }
 }

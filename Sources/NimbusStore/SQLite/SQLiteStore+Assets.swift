@@ -42,13 +42,14 @@ extension SQLiteStore {
                 """)
     }
 
-    /// The asset context of a modify: the uploads its receipts name and the assets it names
-    /// without one.
-    static func assetContext(_ db: Database, database: DatabaseKey, databaseID: Int64, operations: [RecordOperation])
-        throws -> AssetContext
-    {
+    /// The asset context of a modify: the uploads its receipts name
+    /// (``AssetContext/receipts(for:)``) and the assets it names without one
+    /// (``AssetContext/namedHashes(for:)``).
+    static func assetContext(
+        _ db: Database, database: DatabaseKey, databaseID: Int64, receipts: [String], namedHashes: [String]
+    ) throws -> AssetContext {
         var context = AssetContext(database: database)
-        for receipt in AssetContext.receipts(for: operations) {
+        for receipt in receipts {
             if let row = try Row.fetchOne(
                 db, sql: "SELECT \(uploadColumns) FROM asset_uploads u JOIN databases d ON d.id = u.db WHERE u.receipt = ?",
                 arguments: [receipt]), let upload = upload(row)
@@ -56,7 +57,7 @@ extension SQLiteStore {
                 context.uploads[receipt] = upload
             }
         }
-        for hash in AssetContext.namedHashes(for: operations) {
+        for hash in namedHashes {
             if let size = try Int64.fetchOne(
                 db, sql: "SELECT size FROM assets WHERE db = ? AND sha256 = ?", arguments: [databaseID, hash])
             {

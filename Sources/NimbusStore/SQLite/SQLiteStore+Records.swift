@@ -7,15 +7,47 @@ extension SQLiteStore: RecordStore {
         _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
         in database: DatabaseKey
     ) async throws -> ModifyOutcome {
-        try await pool.write { db in
+        let parts = ModifyParts.ranges(of: operations, atomic: atomic, limit: policy.transactionRecordLimit)
+        guard parts.count > 1 else {
+            return try await modifyRecords(
+                operations[...], zone: zone, atomic: atomic, policy: policy, caller: caller, in: database)
+        }
+        var outcomes: [ModifyOutcome] = []
+        for (index, part) in parts.enumerated() {
+            do {
+                outcomes.append(
+                    try await modifyRecords(
+                        operations[part], zone: zone, atomic: atomic, policy: policy, caller: caller, in: database))
+            } catch where index > 0 {
+                // The parts before stay committed; this one and the rest fail record by record.
+                let rest = operations[part.lowerBound...]
+                outcomes.append(ModifyOutcome(results: ModifyParts.failedResults(of: rest, error: error), commit: nil))
+                break
+            }
+        }
+        return ModifyParts.merge(outcomes)
+    }
+
+    /// One transaction.
+    private func modifyRecords(
+        _ operations: ArraySlice<RecordOperation>, zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
+        in database: DatabaseKey
+    ) async throws -> ModifyOutcome {
+        let operations = Array(operations)
+        // What the operations name, worked out before the writer is taken: SQLite has one, and
+        // every other user's write waits while this one holds it.
+        let names = ModifyPlanner.prefetchNames(for: operations)
+        let receipts = AssetContext.receipts(for: operations)
+        let namedHashes = AssetContext.namedHashes(for: operations)
+        return try await pool.write { db in
             let (dbID, baseVersion) = try Self.ensureDatabase(db, database)
             guard let zoneState = try Self.zone(db, database: dbID, name: zone), !zoneState.deleted else {
                 throw FeedRules.zoneNotFound(zone, in: database)
             }
             let zoneID = ZoneID(zoneName: zone, ownerRecordName: database.owner)
-            let rows = try Self.records(
-                db, database: dbID, zone: zone, names: ModifyPlanner.prefetchNames(for: operations))
-            let assets = try Self.assetContext(db, database: database, databaseID: dbID, operations: operations)
+            let rows = try Self.records(db, database: dbID, zone: zone, names: names)
+            let assets = try Self.assetContext(
+                db, database: database, databaseID: dbID, receipts: receipts, namedHashes: namedHashes)
             var planner = ModifyPlanner(
                 zoneID: zoneID, policy: policy, caller: caller, rows: rows, baseVersion: baseVersion, assets: assets)
             var plan = planner.plan(operations, atomic: atomic)
@@ -23,10 +55,10 @@ extension SQLiteStore: RecordStore {
                 let children = try Self.deleteSelfChildren(db, database: dbID, zone: zone, of: plan.deletedNames)
                 plan = planner.cascade(children: children)
             }
-            guard !plan.writes.isEmpty else { return ModifyOutcome(results: plan.results, commit: nil) }
+            guard !plan.changes.isEmpty else { return ModifyOutcome(results: plan.results, commit: nil) }
 
+            try Self.write(db, database: dbID, zone: zone, records: plan.changes.lazy.map(\.after))
             for (before, after) in plan.changes {
-                try Self.write(db, database: dbID, zone: zone, record: after)
                 try Self.updateReferences(db, database: dbID, zone: zone, before: before, after: after)
             }
             let assetBytes = try Self.writeAssetChanges(db, database: dbID, zone: zone, plan: plan)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import NimbusProtocol
 
 extension SQLiteStore {
@@ -26,16 +27,18 @@ extension SQLiteStore {
         var records: [StoredRecord] = []
         let cursor = try Row.fetchCursor(statement, arguments: arguments)
         let sqlite = statement.sqliteStatement
-        while let row = try cursor.next() {
-            records.append(storedRecord(row, sqlite))
+        while try cursor.next() != nil {
+            records.append(storedRecord(sqlite))
         }
         return records
     }
 
-    /// The current row of a ``fetchStoredRecords(_:arguments:)`` cursor.
-    private static func storedRecord(_ row: Row, _ statement: SQLiteStatement) -> StoredRecord {
+    /// The row a statement selecting ``recordColumns`` is on, read through SQLite's C API.
+    static func storedRecord(_ statement: SQLiteStatement) -> StoredRecord {
         func text(_ index: CInt) -> String { String(sqliteStatement: statement, index: index) }
-        func optionalText(_ index: CInt) -> String? { row.hasNull(atIndex: Int(index)) ? nil : text(index) }
+        func optionalText(_ index: CInt) -> String? {
+            sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : text(index)
+        }
         func int(_ index: CInt) -> Int64 { Int64(sqliteStatement: statement, index: index) }
         return StoredRecord(
             recordName: text(0), recordType: text(1), fieldsJSON: text(2),
@@ -60,32 +63,54 @@ extension SQLiteStore {
     /// Rows (live or tombstone) for the given names.
     static func records(_ db: Database, database: Int64, zone: String, names: [String]) throws -> [String: StoredRecord] {
         var result: [String: StoredRecord] = [:]
+        result.reserveCapacity(names.count)
         // Chunk to stay far below SQLite's host-parameter limit.
         for start in stride(from: 0, to: names.count, by: 500) {
-            let chunk = Array(names[start..<min(start + 500, names.count)])
-            let placeholders = databaseQuestionMarks(count: chunk.count)
-            let records = try fetchStoredRecords(
-                db.cachedStatement(
-                    sql: "SELECT \(recordColumns) FROM records WHERE db = ? AND zone = ? AND name IN (\(placeholders))"),
-                arguments: StatementArguments([database, zone] as [any DatabaseValueConvertible] + chunk))
-            for record in records {
+            let chunk = names[start..<min(start + 500, names.count)]
+            var select = DirectStatement(
+                try db.cachedStatement(
+                    sql: "SELECT \(recordColumns) FROM records WHERE db = ? AND zone = ? AND name IN (\(placeholders(chunk.count)))"))
+            select.bind(database)
+            select.bind(zone)
+            for name in chunk { select.bind(name) }
+            try select.rows { statement in
+                let record = storedRecord(statement)
                 result[record.recordName] = record
             }
         }
         return result
     }
 
-    static func write(_ db: Database, database: Int64, zone: String, record: StoredRecord) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT OR REPLACE INTO records (db, zone, \(recordColumns))
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
-            database, zone, record.recordName, record.recordType, record.fieldsJSON,
-            record.created.timestamp, record.created.userRecordName, record.created.deviceID,
-            record.modified.timestamp, record.modified.userRecordName, record.modified.deviceID,
-            record.version, record.createdVersion, record.deleted,
-        ])
+    /// `count` comma-separated `?`s.
+    static func placeholders(_ count: Int) -> String {
+        count == 0 ? "" : String(repeating: "?,", count: count - 1) + "?"
+    }
+
+    static let writeRecordSQL = """
+        INSERT OR REPLACE INTO records (db, zone, \(recordColumns))
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// Writes rows (live records and tombstones), replacing those of the same names.
+    static func write(_ db: Database, database: Int64, zone: String, records: some Sequence<StoredRecord>) throws {
+        let statement = try db.cachedStatement(sql: writeRecordSQL)
+        for record in records {
+            var insert = DirectStatement(statement)
+            insert.bind(database)
+            insert.bind(zone)
+            insert.bind(record.recordName)
+            insert.bind(record.recordType)
+            insert.bind(record.fieldsJSON)
+            insert.bind(record.created.timestamp)
+            insert.bind(record.created.userRecordName)
+            insert.bind(record.created.deviceID)
+            insert.bind(record.modified.timestamp)
+            insert.bind(record.modified.userRecordName)
+            insert.bind(record.modified.deviceID)
+            insert.bind(record.version)
+            insert.bind(record.createdVersion)
+            insert.bind(record.deleted)
+            try insert.execute()
+        }
     }
 }

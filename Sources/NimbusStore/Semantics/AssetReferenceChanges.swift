@@ -6,12 +6,13 @@ extension AssetReferences {
     /// of these records, and measures its asset usage over their old and new hashes.
     public static func replacements(in changes: [(before: StoredRecord?, after: StoredRecord)]) -> [String: Set<String>] {
         var cleared = Set<String>()
-        var final: [String: StoredRecord] = [:]
         for (before, after) in changes {
             if let before, mentioned(in: before.fieldsJSON) { cleared.insert(after.recordName) }
             if mentioned(in: after.fieldsJSON) { cleared.insert(after.recordName) }
-            final[after.recordName] = after
         }
+        guard !cleared.isEmpty else { return [:] }
+        var final: [String: StoredRecord] = [:]
+        for (_, after) in changes where cleared.contains(after.recordName) { final[after.recordName] = after }
         var replacements: [String: Set<String>] = [:]
         for name in cleared { replacements[name] = final[name].map(hashes(of:)) ?? [] }
         return replacements

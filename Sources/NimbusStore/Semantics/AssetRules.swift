@@ -20,7 +20,7 @@ public struct AssetContext: Sendable {
     public static func receipts(for operations: [RecordOperation]) -> [String] {
         var receipts = Set<String>()
         for operation in operations where !operation.type.isDelete {
-            for value in operation.record.fields.values {
+            for value in operation.record.fields.values where value.holdsAssets {
                 for asset in value.assets { if let receipt = asset.receipt { receipts.insert(receipt) } }
             }
         }
@@ -31,7 +31,7 @@ public struct AssetContext: Sendable {
     public static func namedHashes(for operations: [RecordOperation]) -> [String] {
         var hashes = Set<String>()
         for operation in operations where !operation.type.isDelete {
-            for value in operation.record.fields.values {
+            for value in operation.record.fields.values where value.holdsAssets {
                 for asset in value.assets where asset.receipt == nil {
                     if let hash = Asset.sha256Hex(ofFileChecksum: asset.fileChecksum) { hashes.insert(hash) }
                 }
@@ -129,6 +129,25 @@ public enum AssetReferences {
 }
 
 extension FieldValue {
+    /// Whether the value is or lists an asset, without collecting them (``assets`` makes an
+    /// array): asked of every field of every record a modify saves.
+    package var holdsAssets: Bool {
+        switch self {
+        case .asset: return true
+        case .list(let type, let values): return type == .asset || values.contains(where: \.holdsAssets)
+        default: return false
+        }
+    }
+
+    /// Whether the value is or lists a reference, without collecting them.
+    package var holdsReferences: Bool {
+        switch self {
+        case .reference: return true
+        case .list(let type, let values): return type == .reference || values.contains(where: \.holdsReferences)
+        default: return false
+        }
+    }
+
     /// The value as a record stores it: assets without receipt or download URL.
     public var storedForm: FieldValue {
         switch self {

@@ -227,6 +227,10 @@ extension IndexEntries {
         _ changes: [(before: StoredRecord?, after: StoredRecord)], zone: String,
         layout: (String) throws -> IndexLayout.RecordType?
     ) throws -> IndexEntryChanges {
+        let indexed = try changes.contains { change in
+            try layout(change.after.recordType) != nil || change.before.map { try layout($0.recordType) != nil } == true
+        }
+        guard indexed else { return IndexEntryChanges() }
         var order: [String] = []
         var net: [String: (before: StoredRecord?, after: StoredRecord)] = [:]
         for (before, after) in changes {

@@ -52,6 +52,7 @@ public struct ModifyPlanner: Sendable {
         for operation in operations {
             names.insert(operation.record.recordName)
             for value in operation.record.fields.values {
+                guard value.holdsReferences else { continue }
                 for reference in value.references where reference.action == .validate {
                     names.insert(reference.recordName)
                 }
@@ -87,7 +88,6 @@ public struct ModifyPlanner: Sendable {
                         .atomicError, "the atomic request failed because another operation in it failed",
                         recordName: operation.record.recordName))
             }
-            plan.writes = []
             plan.changes = []
             plan.deletedNames = []
             plan.spentReceipts = []
@@ -205,7 +205,7 @@ public struct ModifyPlanner: Sendable {
     }
 
     private func checkAssets(of record: Record) throws(CloudKitError) -> [String] {
-        let hasAssets = record.fields.values.contains { !$0.assets.isEmpty }
+        let hasAssets = record.fields.values.contains(where: \.holdsAssets)
         guard hasAssets else { return [] }
         guard let assets else {
             throw CloudKitError(
@@ -244,7 +244,7 @@ public struct ModifyPlanner: Sendable {
     }
 
     private func validateReferences(of record: Record) throws(CloudKitError) {
-        for (field, value) in record.fields {
+        for (field, value) in record.fields where value.holdsReferences {
             for reference in value.references {
                 if let zone = reference.zoneID, zone.zoneName != zoneID.zoneName {
                     throw CloudKitError(
@@ -283,7 +283,6 @@ public struct ModifyPlanner: Sendable {
 
     private mutating func stage(before: StoredRecord?, after: StoredRecord) {
         rows[after.recordName] = after
-        plan.writes.append(after)
         plan.changes.append((before, after))
     }
 }
@@ -293,7 +292,7 @@ public struct ModifyPlan: Sendable {
     /// One result per operation, in request order.
     public var results: [RecordResult] = []
     /// Rows to write (live records and tombstones), in version order.
-    public var writes: [StoredRecord] = []
+    public var writes: [StoredRecord] { changes.map(\.after) }
     /// Before and after of each write, for the commit summary.
     public var changes: [(before: StoredRecord?, after: StoredRecord)] = []
     /// Records deleted in the last step whose `DELETE_SELF` children must be cascaded.

@@ -11,9 +11,13 @@ public enum CommitEvent: Sendable {
     public var recordTypes: Set<String> {
         guard case .records(_, let changes) = self else { return [] }
         var types = Set<String>()
+        var last = ""  // a batch's records are mostly of one type: hash each type once
         for change in changes {
-            types.insert(change.after.recordType)
-            if let before = change.before { types.insert(before.recordType) }
+            if change.after.recordType != last {
+                last = change.after.recordType
+                types.insert(last)
+            }
+            if let before = change.before, before.recordType != last { types.insert(before.recordType) }
         }
         return types
     }

@@ -57,14 +57,14 @@ public struct UsageDelta: Sendable, Equatable {
     /// cascade), and the cascade's `before` is then the stored row again, so the changes are
     /// not summed one by one.
     public static func recordBytes(of changes: [(before: StoredRecord?, after: StoredRecord)]) -> Int64 {
-        var first: [String: Int64] = [:]
-        var last: [String: Int64] = [:]
+        // Per record, its first row's bytes before and its last row's after.
+        var net: [String: (first: Int64, last: Int64)] = [:]
+        net.reserveCapacity(changes.count)
         for (before, after) in changes {
-            let name = after.recordName
-            if first[name] == nil { first[name] = before?.usageBytes ?? 0 }
-            last[name] = after.usageBytes
+            let bytes = after.usageBytes
+            net[after.recordName, default: (before?.usageBytes ?? 0, bytes)].last = bytes
         }
-        return last.reduce(0) { $0 + $1.value - first[$1.key, default: 0] }
+        return net.values.reduce(0) { $0 + $1.last - $1.first }
     }
 }
 
