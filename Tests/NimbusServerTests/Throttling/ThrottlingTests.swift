@@ -215,7 +215,11 @@ import Testing
     /// ones that waited run in the background lane (counted in `/metrics`) and still answer
     /// in full. The clock stands still, so Bob, once seen, stays within the contention window.
     @Test func besideAnotherUserAFloodsWaitingRequestsRunInTheBackgroundLane() async throws {
-        try await Self.withServer(throttle: { $0.userInFlight = 2 }) { server, _ in
+        // Batches of 10 in the lane commit in parts of at most 3 records (4 transactions each).
+        try await Self.withServer(throttle: {
+            $0.userInFlight = 2
+            $0.backgroundTransactionRecords = 3
+        }) { server, _ in
             let alice = try await server.user("alice")
             #expect(try await alice.createZone("Notes").status == 200)
             // Alone: 8 at once against a cap of 2, so some wait; none goes to the lane.
@@ -228,7 +232,7 @@ import Testing
                 $0[Self.backgroundSeries] > 0
             }
             #expect(try await MetricsScrape.of(server.server.baseURL)[Self.backgroundSeries] > 0)
-            // Everything each request answered is stored.
+            // Everything each request answered is stored, batches committed in parts included.
             var stored: Set<String> = []
             var token: String?
             repeat {
