@@ -90,24 +90,23 @@ final class FloodProcess: Sendable {
     private let output: FileHandle
 
     init(baseURL: String, credentials: BenchCredentials, connections: Int, batch: Int, rate: Double) throws {
+        let flood = [
+            "fairness-flood", "--flood-url", baseURL, "--flood-container", credentials.container,
+            "--flood-api-token", credentials.apiToken, "--flood-web-auth-token", credentials.webAuthToken,
+            "--flood-connections", String(connections), "--flood-batch", String(batch), "--flood-rate", String(rate),
+        ]
         #if os(Linux)
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "/proc/self/exe"
-        #else
-        let executable = CommandLine.arguments[0]
-        #endif
         // At the lowest CPU priority, every thread of it: the flooder stands in for a device on
         // another machine, so its client's work should not take the server's cores. `chrt`
         // starts it under `SCHED_IDLE`, which its threads inherit. (Before session 17 a
         // `setpriority` on the child's ID reached only its main thread: Dispatch sets its
         // workers' nice value from their QoS, so they ran at the usual priority.)
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "/proc/self/exe"
         let process = try ChildProcess(
-            executable: "/usr/bin/chrt",
-            arguments: [
-                "--idle", "0", executable, "fairness-flood", "--flood-url", baseURL, "--flood-container", credentials.container,
-                "--flood-api-token", credentials.apiToken, "--flood-web-auth-token", credentials.webAuthToken,
-                "--flood-connections", String(connections), "--flood-batch", String(batch), "--flood-rate", String(rate),
-            ],
-            input: .pipe, output: .pipe)
+            executable: "/usr/bin/chrt", arguments: ["--idle", "0", executable] + flood, input: .pipe, output: .pipe)
+        #else
+        let process = try ChildProcess(executable: CommandLine.arguments[0], arguments: flood, input: .pipe, output: .pipe)
+        #endif
         guard let input = process.standardInput, let output = process.standardOutput else {
             throw BenchError("no pipes to the flooding process")
         }

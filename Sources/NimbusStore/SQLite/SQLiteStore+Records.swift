@@ -9,15 +9,15 @@ extension SQLiteStore: RecordStore {
     ) async throws -> ModifyOutcome {
         let parts = ModifyParts.ranges(of: operations, atomic: atomic, limit: policy.transactionRecordLimit)
         guard parts.count > 1 else {
-            return try await modifyRecords(
-                operations[...], zone: zone, atomic: atomic, policy: policy, caller: caller, in: database)
+            return try await modifyInOneTransaction(
+                operations, zone: zone, atomic: atomic, policy: policy, caller: caller, in: database)
         }
         var outcomes: [ModifyOutcome] = []
         for (index, part) in parts.enumerated() {
             do {
                 outcomes.append(
-                    try await modifyRecords(
-                        operations[part], zone: zone, atomic: atomic, policy: policy, caller: caller, in: database))
+                    try await modifyInOneTransaction(
+                        Array(operations[part]), zone: zone, atomic: atomic, policy: policy, caller: caller, in: database))
             } catch where index > 0 {
                 // The parts before stay committed; this one and the rest fail record by record.
                 let rest = operations[part.lowerBound...]
@@ -28,12 +28,11 @@ extension SQLiteStore: RecordStore {
         return ModifyParts.merge(outcomes)
     }
 
-    /// One transaction.
-    private func modifyRecords(
-        _ operations: ArraySlice<RecordOperation>, zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
+    /// Plans and writes `operations` in one transaction.
+    private func modifyInOneTransaction(
+        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
         in database: DatabaseKey
     ) async throws -> ModifyOutcome {
-        let operations = Array(operations)
         // What the operations name, worked out before the writer is taken: SQLite has one, and
         // every other user's write waits while this one holds it.
         let names = ModifyPlanner.prefetchNames(for: operations)

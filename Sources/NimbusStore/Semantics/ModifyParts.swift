@@ -1,3 +1,4 @@
+import Logging
 import NimbusProtocol
 
 /// A large non-atomic batch of saves, committed as several transactions of at most
@@ -41,9 +42,12 @@ public enum ModifyParts {
         case let error as CloudKitError where error.code == .quotaExceeded || error.code == .zoneNotFound:
             failure = error
         default:
+            // The store's own error stays in the server's log, as the HTTP layer keeps an
+            // unexpected error out of its answers.
+            StoredRecord.logger.error(
+                "a batch committed in parts failed after its first part; \(operations.count) records answered TRY_AGAIN_LATER: \(error)")
             failure = CloudKitError(
-                .tryAgainLater,
-                "the server committed this batch in parts and could not write this part (\(error)); send these records again",
+                .tryAgainLater, "the server committed this batch in parts and could not write this part; send these records again",
                 retryAfter: 1)
         }
         return operations.map { operation in
