@@ -7,10 +7,13 @@ import Testing
 @Suite("Provisioning while the server runs")
 struct ProvisioningTests {
     /// The CLI opens the storage a second time (another SQLite connection pool on the file, or
-    /// another PostgreSQL pool), as another process does; what it writes is usable at once by
-    /// the running server.
+    /// another PostgreSQL pool), as another process does; what it creates is usable at once by
+    /// the running server, and what it revokes is refused once the server's last answer for
+    /// the token has expired (SQLite's server keeps one for ``TokenLookupCache/lifetimeMillis``;
+    /// its clock is moved past that here).
     @Test(arguments: Engine.available) func usersAndTokensCreatedBesideTheRunningServerWorkImmediately(engine: Engine) async throws {
-        try await TestServer.with(engine) { server in
+        let clock = ManualWallClock(millis: WallClock.system.nowMillis())
+        try await TestServer.with(engine, configure: { $0.clock = clock.wallClock }) { server in
             var logger = Logger(label: "cli")
             logger.logLevel = .critical
             let cli = try await server.storage.open(logger: logger)
@@ -29,6 +32,7 @@ struct ProvisioningTests {
             let tokens = try await cli.listTokens(container: container)
             #expect(Set(tokens.map(\.kind)) == [.api, .webAuth])
             #expect(try await cli.revokeToken(apiToken.token))
+            clock.advance(by: .milliseconds(TokenLookupCache.lifetimeMillis))
             #expect(try await client.get("users/current").serverErrorCode == "AUTHENTICATION_FAILED")
             // Creating a container twice is refused with what to do instead.
             await #expect(throws: AccountError.self) { _ = try await cli.createContainer(container) }

@@ -140,8 +140,20 @@ extension SQLiteStore: AccountStore {
         try await pool.read { db in try Self.user(db, webAuthToken: token)?.user }
     }
 
-    /// One read for both lookups of a request (every API request makes them).
+    /// One read for both lookups of a request (every API request makes them), and none while
+    /// the answer is fresh in ``tokenLookups`` (a change through this store ends it at once,
+    /// one by another process within ``TokenLookupCache/lifetimeMillis``).
     public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
+        if let cached = tokenLookups.lookup(apiToken: apiToken, webAuthToken: webAuthToken, now: clock.nowMillis()) {
+            return cached
+        }
+        let generation = tokenLookups.generation
+        let found = try await readTokens(apiToken: apiToken, webAuthToken: webAuthToken)
+        tokenLookups.store(found, apiToken: apiToken, webAuthToken: webAuthToken, generation: generation, now: clock.nowMillis())
+        return found
+    }
+
+    private func readTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
         try await pool.read { db in
             let container = try String.fetchOne(
                 db.cachedStatement(

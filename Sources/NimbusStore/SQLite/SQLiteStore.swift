@@ -27,6 +27,9 @@ public final class SQLiteStore: Sendable {
     public let changeTokens: ChangeTokens
     /// What the store stamps rows with: zones' deletion, tokens, keys, subscriptions.
     public let clock: WallClock
+    /// Token lookups answered lately; a commit to the tables they read ends them
+    /// (``AccountTablesObserver``).
+    let tokenLookups = TokenLookupCache()
 
     /// Opens (creating if needed) the store at `path` and migrates its schema.
     ///
@@ -57,6 +60,7 @@ public final class SQLiteStore: Sendable {
         self.clock = clock
         let pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator(clock: clock).migrate(pool)
+        pool.add(transactionObserver: AccountTablesObserver(cache: tokenLookups), extent: .databaseLifetime)
         var random = random
         self.changeTokens = ChangeTokens(
             secret: try Self.changeTokenSecret(
