@@ -4,28 +4,41 @@ import NIOConcurrencyHelpers
 /// is authenticated without a database read.
 ///
 /// Every API request looks its tokens up (``AccountStore/lookUpTokens(apiToken:webAuthToken:)``);
-/// on SQLite that read, a trip to a reader thread and back, was about a fifth of a
+/// on SQLite that read, a trip to a reader thread and back, was about a sixth of a
 /// single-record modify's time (docs/PERFORMANCE.md, "Token lookups from memory").
 ///
 /// What keeps an answer true:
-/// - **Changes through the store** end every cached answer at once: the store calls
-///   ``invalidate()`` when it commits a change to a table a lookup reads (tokens, sessions,
-///   users, identities), so a revoked token or session is refused by the next request.
+/// - **Changes through the store** end the answers they touch at once: an answer keeps the
+///   rows it was read from (the API token's, the session's, the user's, the identity's), and the
+///   store calls ``invalidate(rows:)`` with the rows a commit updated or deleted — a revoked
+///   token or session, an edited user — or ``invalidateAll()`` when a commit inserted into
+///   those tables. A session's "last seen" write ends that session's answers only, so a busy
+///   server keeps its other answers.
 /// - **Changes the store cannot see** — another process writing the same file (`nimbus session
 ///   revoke` beside a running server) — are seen when the answer expires, ``lifetimeMillis``
 ///   after it was read.
-/// - **An answer read before a change and stored after it** is never served: an entry keeps
-///   the generation it was read under (taken *before* the read began), and only entries of
-///   the current generation are served.
+/// - **An answer read before a change and stored after it** is not kept: the store passes the
+///   ``generation`` taken before its read, and any invalidation since refuses the answer.
 ///
 /// Only complete answers are kept (a known API token, and a known web auth token when one was
 /// given), so unknown or revoked tokens — a client guessing — never fill the cache and are
-/// always read again. At ``capacity`` entries the cache starts over.
+/// always read again. At ``capacity`` answers the cache starts over.
 package final class TokenLookupCache: Sendable {
     /// How long an answer is served, in milliseconds of the store's clock.
     package static let lifetimeMillis: Int64 = 1_000
     /// The most answers kept.
     package static let capacity = 10_000
+
+    /// A stored row an answer was read from.
+    package struct Row: Hashable, Sendable {
+        package var table: String
+        package var rowID: Int64
+
+        package init(table: String, rowID: Int64) {
+            self.table = table
+            self.rowID = rowID
+        }
+    }
 
     private struct Key: Hashable {
         var apiToken: String
@@ -34,13 +47,22 @@ package final class TokenLookupCache: Sendable {
 
     private struct Entry {
         var lookup: TokenLookup
-        var generation: UInt64
+        var rows: [Row]
         var expiresAt: Int64
     }
 
     private struct State {
         var generation: UInt64 = 0
         var entries: [Key: Entry] = [:]
+        var keysByRow: [Row: Set<Key>] = [:]
+
+        mutating func remove(_ key: Key) {
+            guard let entry = entries.removeValue(forKey: key) else { return }
+            for row in entry.rows {
+                keysByRow[row]?.remove(key)
+                if keysByRow[row]?.isEmpty == true { keysByRow[row] = nil }
+            }
+        }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -48,36 +70,49 @@ package final class TokenLookupCache: Sendable {
     package init() {}
 
     /// The generation to read under: take it before the read starts, pass it to
-    /// ``store(_:apiToken:webAuthToken:generation:now:)`` after.
+    /// ``store(_:rows:apiToken:webAuthToken:generation:now:)`` after.
     package var generation: UInt64 { state.withLockedValue { $0.generation } }
 
-    /// The answer for these tokens, if one of the current generation has not expired.
+    /// How many answers are kept.
+    package var count: Int { state.withLockedValue { $0.entries.count } }
+
+    /// The answer for these tokens, if one is kept and has not expired.
     package func lookup(apiToken: String, webAuthToken: String?, now: Int64) -> TokenLookup? {
         state.withLockedValue { state in
-            guard let entry = state.entries[Key(apiToken: apiToken, webAuthToken: webAuthToken)],
-                entry.generation == state.generation, entry.expiresAt > now
+            guard let entry = state.entries[Key(apiToken: apiToken, webAuthToken: webAuthToken)], entry.expiresAt > now
             else { return nil }
             return entry.lookup
         }
     }
 
-    /// Keeps a complete answer read under `generation`; an answer read before a change the
-    /// store has since committed, or an incomplete one, is not kept.
-    package func store(_ lookup: TokenLookup, apiToken: String, webAuthToken: String?, generation: UInt64, now: Int64) {
+    /// Keeps a complete answer read from `rows` under `generation`; an answer read before an
+    /// invalidation since, or an incomplete one, is not kept.
+    package func store(
+        _ lookup: TokenLookup, rows: [Row], apiToken: String, webAuthToken: String?, generation: UInt64, now: Int64
+    ) {
         guard lookup.container != nil, webAuthToken == nil || lookup.user != nil else { return }
         state.withLockedValue { state in
             guard generation == state.generation else { return }
-            if state.entries.count >= Self.capacity { state.entries.removeAll(keepingCapacity: true) }
-            state.entries[Key(apiToken: apiToken, webAuthToken: webAuthToken)] = Entry(
-                lookup: lookup, generation: generation, expiresAt: now + Self.lifetimeMillis)
+            let key = Key(apiToken: apiToken, webAuthToken: webAuthToken)
+            state.remove(key)
+            if state.entries.count >= Self.capacity { state = State(generation: state.generation) }
+            state.entries[key] = Entry(lookup: lookup, rows: rows, expiresAt: now + Self.lifetimeMillis)
+            for row in rows { state.keysByRow[row, default: []].insert(key) }
         }
     }
 
-    /// Ends every answer kept: a table a lookup reads has changed.
-    package func invalidate() {
+    /// Ends the answers read from any of `rows` (rows a commit updated or deleted).
+    package func invalidate(rows: Set<Row>) {
         state.withLockedValue { state in
             state.generation &+= 1
-            state.entries.removeAll(keepingCapacity: true)
+            for row in rows {
+                for key in state.keysByRow[row] ?? [] { state.remove(key) }
+            }
         }
+    }
+
+    /// Ends every answer kept (a commit inserted rows into a table answers are read from).
+    package func invalidateAll() {
+        state.withLockedValue { state in state = State(generation: state.generation &+ 1) }
     }
 }

@@ -1,18 +1,22 @@
 import GRDB
 
 /// Watches the SQLite store's writer for commits that change what a token lookup reads, and
-/// ends the ``TokenLookupCache``'s answers when one does.
+/// ends the ``TokenLookupCache``'s answers they touch when one commits.
 ///
-/// GRDB calls it on the writer's queue, one transaction at a time, so `changed` needs no lock;
-/// the class is not `Sendable` and never leaves that queue. No table a lookup reads is changed
-/// by a foreign key's cascade (none points at them with `ON DELETE CASCADE`), so every change to
-/// them is a statement this observer sees.
+/// GRDB calls it on the writer's queue, one transaction at a time, so its state needs no
+/// lock; the class is not `Sendable` and never leaves that queue. The tables it watches are
+/// rowid tables (SQLite reports no row changes of a `WITHOUT ROWID` table; a test checks each),
+/// and no foreign key cascades into them, so every change to them is an event it sees.
 final class AccountTablesObserver: TransactionObserver {
     /// The tables ``SQLiteStore/lookUpTokens(apiToken:webAuthToken:)`` reads.
     static let tables: Set<String> = ["tokens", "sessions", "users", "user_identities"]
 
     private let cache: TokenLookupCache
-    private var changed = false
+    /// Rows the transaction updated or deleted.
+    private var rows: Set<TokenLookupCache.Row> = []
+    /// The transaction inserted a row: every answer ends (cheap to be safe; sign-ins and new
+    /// tokens are rare next to requests).
+    private var inserted = false
 
     init(cache: TokenLookupCache) {
         self.cache = cache
@@ -23,17 +27,31 @@ final class AccountTablesObserver: TransactionObserver {
     }
 
     func databaseDidChange(with event: DatabaseEvent) {
-        changed = true
-        // One changed row is enough to know; the rest of the transaction goes unobserved.
-        stopObservingDatabaseChangesUntilNextTransaction()
+        switch event.kind {
+        case .insert:
+            inserted = true
+            // Everything ends at the commit: the rest of the transaction need not be seen.
+            stopObservingDatabaseChangesUntilNextTransaction()
+        case .update, .delete:
+            rows.insert(TokenLookupCache.Row(table: event.tableName, rowID: event.rowID))
+        }
     }
 
     func databaseDidCommit(_ db: Database) {
-        if changed { cache.invalidate() }
-        changed = false
+        if inserted {
+            cache.invalidateAll()
+        } else if !rows.isEmpty {
+            cache.invalidate(rows: rows)
+        }
+        reset()
     }
 
     func databaseDidRollback(_ db: Database) {
-        changed = false
+        reset()
+    }
+
+    private func reset() {
+        rows = []
+        inserted = false
     }
 }

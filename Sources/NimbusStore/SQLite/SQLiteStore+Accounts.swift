@@ -148,31 +148,40 @@ extension SQLiteStore: AccountStore {
             return cached
         }
         let generation = tokenLookups.generation
-        let found = try await readTokens(apiToken: apiToken, webAuthToken: webAuthToken)
-        tokenLookups.store(found, apiToken: apiToken, webAuthToken: webAuthToken, generation: generation, now: clock.nowMillis())
+        let (found, rows) = try await readTokens(apiToken: apiToken, webAuthToken: webAuthToken)
+        tokenLookups.store(
+            found, rows: rows, apiToken: apiToken, webAuthToken: webAuthToken, generation: generation,
+            now: clock.nowMillis())
         return found
     }
 
-    private func readTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
+    /// The lookup, and the rows it was read from.
+    private func readTokens(apiToken: String, webAuthToken: String?) async throws -> (TokenLookup, [TokenLookupCache.Row]) {
         try await pool.read { db in
-            let container = try String.fetchOne(
+            var rows: [TokenLookupCache.Row] = []
+            let api = try Row.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT container FROM tokens WHERE token = ? AND kind = 'api' AND revoked_at IS NULL"),
+                    sql: "SELECT container, rowid FROM tokens WHERE token = ? AND kind = 'api' AND revoked_at IS NULL"),
                 arguments: [apiToken])
+            let container: String? = api?[0]
+            if let api { rows.append(TokenLookupCache.Row(table: "tokens", rowID: api[1])) }
             guard let webAuthToken, let found = try Self.user(db, webAuthToken: webAuthToken) else {
-                return TokenLookup(container: container, user: nil)
+                return (TokenLookup(container: container, user: nil), rows)
             }
-            return TokenLookup(container: container, user: found.user, session: found.session)
+            return (TokenLookup(container: container, user: found.user, session: found.session), rows + found.rows)
         }
     }
 
-    /// The user and session of an unrevoked session's token.
-    static func user(_ db: Database, webAuthToken token: String) throws -> (user: UserIdentity, session: SessionStamp)? {
+    /// The user and session of an unrevoked session's token, and the rows they were read from.
+    static func user(
+        _ db: Database, webAuthToken token: String
+    ) throws -> (user: UserIdentity, session: SessionStamp, rows: [TokenLookupCache.Row])? {
         guard
             let row = try Row.fetchOne(
                 db.cachedStatement(
                     sql: """
-                        SELECT s.id, s.last_seen_at, u.name, i.record_name, u.email, u.first_name, u.last_name, s.container
+                        SELECT s.id, s.last_seen_at, u.name, i.record_name, u.email, u.first_name, u.last_name, s.container,
+                            s.rowid, u.rowid, i.rowid
                         FROM sessions s JOIN users u ON u.name = s.user_name
                         JOIN user_identities i ON i.user_name = s.user_name AND i.container = s.container
                         WHERE s.token_hash = ? AND s.revoked_at IS NULL
@@ -181,7 +190,11 @@ extension SQLiteStore: AccountStore {
         else { return nil }
         let user = UserIdentity(
             name: row[2], recordName: row[3], container: row[7], email: row[4], firstName: row[5], lastName: row[6])
-        return (user, SessionStamp(id: row[0], lastSeenAt: row[1]))
+        let rows = [
+            TokenLookupCache.Row(table: "sessions", rowID: row[8]), TokenLookupCache.Row(table: "users", rowID: row[9]),
+            TokenLookupCache.Row(table: "user_identities", rowID: row[10]),
+        ]
+        return (user, SessionStamp(id: row[0], lastSeenAt: row[1]), rows)
     }
 
     public func serverKey(id: String) async throws -> ServerKey? {
