@@ -25,6 +25,7 @@ struct TokenLookupCacheTests {
         #expect(cache.lookup(apiToken: "a", webAuthToken: nil, now: 100 + TokenLookupCache.lifetimeMillis - 1) == Self.found)
         #expect(cache.lookup(apiToken: "a", webAuthToken: nil, now: 100 + TokenLookupCache.lifetimeMillis) == nil)
         #expect(cache.lookup(apiToken: "a", webAuthToken: "w", now: 100) == nil, "another pair of tokens")
+        #expect(cache.lookup(apiToken: "a", webAuthToken: nil, now: 99) == nil, "a clock set back")
     }
 
     @Test func anAnswerReadBeforeAChangeIsNotKept() {

@@ -48,7 +48,11 @@ package final class TokenLookupCache: Sendable {
     private struct Entry {
         var lookup: TokenLookup
         var rows: [Row]
-        var expiresAt: Int64
+        var readAt: Int64
+
+        /// Fresh at `now`: read less than ``lifetimeMillis`` before it, and not after it (a
+        /// clock set back must not stretch an answer's life).
+        func isFresh(at now: Int64) -> Bool { now >= readAt && now - readAt < TokenLookupCache.lifetimeMillis }
     }
 
     private struct State {
@@ -76,10 +80,10 @@ package final class TokenLookupCache: Sendable {
     /// How many answers are kept.
     package var count: Int { state.withLockedValue { $0.entries.count } }
 
-    /// The answer for these tokens, if one is kept and has not expired.
+    /// The answer for these tokens, if one is kept and still fresh.
     package func lookup(apiToken: String, webAuthToken: String?, now: Int64) -> TokenLookup? {
         state.withLockedValue { state in
-            guard let entry = state.entries[Key(apiToken: apiToken, webAuthToken: webAuthToken)], entry.expiresAt > now
+            guard let entry = state.entries[Key(apiToken: apiToken, webAuthToken: webAuthToken)], entry.isFresh(at: now)
             else { return nil }
             return entry.lookup
         }
@@ -96,7 +100,7 @@ package final class TokenLookupCache: Sendable {
             let key = Key(apiToken: apiToken, webAuthToken: webAuthToken)
             state.remove(key)
             if state.entries.count >= Self.capacity { state = State(generation: state.generation) }
-            state.entries[key] = Entry(lookup: lookup, rows: rows, expiresAt: now + Self.lifetimeMillis)
+            state.entries[key] = Entry(lookup: lookup, rows: rows, readAt: now)
             for row in rows { state.keysByRow[row, default: []].insert(key) }
         }
     }
