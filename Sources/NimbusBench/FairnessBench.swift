@@ -30,6 +30,10 @@ struct FairnessBenchCommand: AsyncParsableCommand {
     // Not `--samples`: the parent command's option of that name would take it.
     @Option(name: .long, help: "Single-record modifies the quiet user times, idle and beside the flood.")
     var quietRequests = 2_000
+    @Option(
+        name: .long,
+        help: "Idle and flood phases, alternated, each timing --quiet-requests; the verdict is the median round's p99 ratio.")
+    var rounds = 1
     @Option(name: .long, help: "Concurrent connections of the flooding user.")
     var floodConnections = 16
     @Option(name: .long, help: "Records per records/modify request of the flooding user (1...200).")
@@ -55,11 +59,13 @@ struct FairnessBenchCommand: AsyncParsableCommand {
     var noThrottle = false
     @Flag(name: .long, help: "Run the flooding client in this process (default: a process of its own, as a device elsewhere).")
     var floodInProcess = false
-    @Flag(name: .long, help: "Print the results as JSON.")
+    // Not `--json`: `nimbus-bench`'s own flag of that name would take it.
+    @Flag(name: .customLong("json-output"), help: "Print the results as JSON.")
     var json = false
 
     func validate() throws {
         guard quietRequests >= 100 else { throw ValidationError("--quiet-requests must be at least 100") }
+        guard (1...100).contains(rounds) else { throw ValidationError("--rounds must be within 1...100") }
         guard floodRate >= 0 else { throw ValidationError("--flood-rate must be 0 (no pacing) or more") }
         guard floodConnections >= 1 else { throw ValidationError("--flood-connections must be positive") }
         guard (1...200).contains(floodBatch) else { throw ValidationError("--flood-batch must be within 1...200") }
@@ -97,7 +103,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         floodConfiguration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: floodConnections)
         let floodHTTP = HTTPClient(eventLoopGroupProvider: .singleton, configuration: floodConfiguration)
-        let report: FairnessReport
+        let report: FairnessRounds
         do {
             report = try await measure(server: server, quietHTTP: quietHTTP, floodHTTP: floodHTTP, runID: runID)
         } catch {
@@ -127,7 +133,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
     }
 
     private func measure(server: RunningServer, quietHTTP: HTTPClient, floodHTTP: HTTPClient, runID: String)
-        async throws -> FairnessReport
+        async throws -> FairnessRounds
     {
         let credentials = try await BenchCommand.provision(server.store, runID: runID)
         let flooderToken = try await server.store.createUser(
@@ -137,17 +143,34 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         let quiet = BenchClient(http: quietHTTP, baseURL: server.baseURL, credentials: credentials)
         let flooder = BenchClient(http: floodHTTP, baseURL: server.baseURL, credentials: flooderCredentials)
         try await quiet.createZone("quiet")
-        try await flooder.createZone("flood")
         for index in 0..<200 {  // warm up
             _ = try await quiet.createBatch(zone: "quiet", prefix: "warm", range: index..<(index + 1))
         }
-        let idle = try await latencies(quiet, prefix: "idle")
+        var reports: [FairnessReport] = []
+        for round in 1...rounds {
+            // A zone and names of its own each round: every request creates new records.
+            let zone = rounds == 1 ? "flood" : "flood-\(round)"
+            try await flooder.createZone(zone)
+            let suffix = rounds == 1 ? "" : "-\(round)-"
+            reports.append(
+                try await measureRound(
+                    quiet: quiet, flooder: flooder, flooderCredentials: flooderCredentials, server: server, zone: zone,
+                    suffix: suffix))
+        }
+        return FairnessRounds(reports: reports)
+    }
 
+    /// The quiet user alone, then beside a flood into `zone`.
+    private func measureRound(
+        quiet: BenchClient, flooder: BenchClient, flooderCredentials: BenchCredentials, server: RunningServer,
+        zone: String, suffix: String
+    ) async throws -> FairnessReport {
+        let idle = try await latencies(quiet, prefix: "idle" + suffix)
         let flood: any FloodSource =
             floodInProcess
-            ? InProcessFlood(flooder, connections: floodConnections, batch: floodBatch, rate: floodRate)
+            ? InProcessFlood(flooder, zone: zone, connections: floodConnections, batch: floodBatch, rate: floodRate)
             : try FloodProcess(
-                baseURL: server.baseURL, credentials: flooderCredentials, connections: floodConnections,
+                baseURL: server.baseURL, credentials: flooderCredentials, zone: zone, connections: floodConnections,
                 batch: floodBatch, rate: floodRate)
         // Let the flood reach its pace before timing.
         while try flood.tally().answered < floodConnections * 10 {
@@ -157,7 +180,7 @@ struct FairnessBenchCommand: AsyncParsableCommand {
         let startTally = try flood.tally()
         let busy: [Double]
         do {
-            busy = try await latencies(quiet, prefix: "busy")
+            busy = try await latencies(quiet, prefix: "busy" + suffix)
         } catch {
             await flood.stop()
             throw error
@@ -299,6 +322,34 @@ struct FairnessReport: Sendable {
     }
 }
 
+/// The rounds of a run. One round reads as before; with more, each round's ratio is listed
+/// and the verdict is the median round's (a single run's p99 moves with the host's noise).
+struct FairnessRounds: Sendable {
+    var reports: [FairnessReport]
+
+    /// The median of the rounds' p99 ratios (the mean of the middle two for an even count).
+    var medianRatio: Double {
+        let ratios = reports.map(\.ratio).sorted()
+        let middle = ratios.count / 2
+        return ratios.count % 2 == 1 ? ratios[middle] : (ratios[middle - 1] + ratios[middle]) / 2
+    }
+
+    var text: String {
+        guard reports.count > 1 else { return reports.first?.text ?? "" }
+        let rounds = reports.enumerated().map { "round \($0.offset + 1):\n" + $0.element.text }.joined(separator: "\n")
+        let ratios = reports.map { BenchResult.format($0.ratio, 2) }.joined(separator: " ")
+        let verdict = medianRatio <= 2 ? "met" : "MISSED"
+        return rounds + "\n"
+            + "p99 ratios of the \(reports.count) rounds: \(ratios)\n"
+            + "median round's p99 beside the flood / idle p99: \(BenchResult.format(medianRatio, 2))×  (target ≤ 2×: \(verdict))"
+    }
+
+    var json: JSON {
+        guard reports.count > 1 else { return reports.first?.json ?? .null }
+        return .object(["rounds": .array(reports.map(\.json)), "medianP99Ratio": .double(medianRatio)])
+    }
+}
+
 /// Where the flood runs: asked for its tally, stopped at the end.
 protocol FloodSource: Sendable {
     func tally() throws -> FloodTally
@@ -313,12 +364,12 @@ final class InProcessFlood: FloodSource {
     private let counts = NIOLockedValueBox(FloodTally())
     private let task: Task<Void, Never>
 
-    init(_ flooder: BenchClient, connections: Int, batch: Int, rate: Double) {
+    init(_ flooder: BenchClient, zone: String, connections: Int, batch: Int, rate: Double) {
         let stopFlag = stopFlag
         let counts = counts
         task = Task {
             await FairnessFlood.run(
-                flooder, connections: connections, batch: batch, rate: rate, stop: stopFlag, tally: counts)
+                flooder, zone: zone, connections: connections, batch: batch, rate: rate, stop: stopFlag, tally: counts)
         }
     }
 

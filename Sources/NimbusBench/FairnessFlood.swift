@@ -25,6 +25,7 @@ struct FairnessFloodCommand: AsyncParsableCommand {
     @Option var floodConnections: Int
     @Option var floodBatch: Int
     @Option var floodRate: Double = 0
+    @Option var floodZone = "flood"
 
     func run() async throws {
         var configuration = HTTPClient.Configuration()
@@ -39,7 +40,8 @@ struct FairnessFloodCommand: AsyncParsableCommand {
         let tally = NIOLockedValueBox(FloodTally())
         let flood = Task {
             await FairnessFlood.run(
-                flooder, connections: floodConnections, batch: floodBatch, rate: floodRate, stop: stop, tally: tally)
+                flooder, zone: floodZone, connections: floodConnections, batch: floodBatch, rate: floodRate, stop: stop,
+                tally: tally)
         }
         // Standard input: a line asks for the tally, the end stops the flood.
         let reader = Thread {
@@ -57,11 +59,11 @@ struct FairnessFloodCommand: AsyncParsableCommand {
 }
 
 enum FairnessFlood {
-    /// `records/modify` requests of `batch` records on `connections` connections, as fast as
-    /// the server answers (or about `rate` requests/s in all, when positive), until `stop`;
-    /// errors are counted, not thrown.
+    /// `records/modify` requests of `batch` records into `zone` on `connections` connections, as
+    /// fast as the server answers (or about `rate` requests/s in all, when positive), until
+    /// `stop`; errors are counted, not thrown.
     static func run(
-        _ flooder: BenchClient, connections: Int, batch: Int, rate: Double, stop: NIOLockedValueBox<Bool>,
+        _ flooder: BenchClient, zone: String, connections: Int, batch: Int, rate: Double, stop: NIOLockedValueBox<Bool>,
         tally: NIOLockedValueBox<FloodTally>
     ) async {
         await withTaskGroup(of: Void.self) { group in
@@ -71,7 +73,7 @@ enum FairnessFlood {
                     while !stop.withLockedValue({ $0 }) {
                         let range = index..<(index + batch)
                         index += batch
-                        let body = BenchClient.createBody(zone: "flood", prefix: "f\(connection)-", range: range)
+                        let body = BenchClient.createBody(zone: zone, prefix: "f\(connection)-", range: range)
                         let status = (try? await flooder.post("records/modify", body).status) ?? 0
                         tally.withLockedValue { $0.count(status: status, records: batch) }
                         if rate > 0 { try? await Task.sleep(for: .seconds(Double(connections) / rate)) }
@@ -89,11 +91,11 @@ final class FloodProcess: Sendable {
     private let input: FileHandle
     private let output: FileHandle
 
-    init(baseURL: String, credentials: BenchCredentials, connections: Int, batch: Int, rate: Double) throws {
+    init(baseURL: String, credentials: BenchCredentials, zone: String, connections: Int, batch: Int, rate: Double) throws {
         let flood = [
             "fairness-flood", "--flood-url", baseURL, "--flood-container", credentials.container,
             "--flood-api-token", credentials.apiToken, "--flood-web-auth-token", credentials.webAuthToken,
-            "--flood-connections", String(connections), "--flood-batch", String(batch), "--flood-rate", String(rate),
+            "--flood-connections", String(connections), "--flood-batch", String(batch), "--flood-rate", String(rate), "--flood-zone", zone,
         ]
         #if os(Linux)
         // At the lowest CPU priority, every thread of it: the flooder stands in for a device on

@@ -33,7 +33,8 @@ struct QueryBenchCommand: AsyncParsableCommand {
     var data: String?
     @Flag(name: .long, help: "Keep the data directory.")
     var keepData = false
-    @Flag(name: .long, help: "Print the results as JSON.")
+    // Not `--json`: `nimbus-bench`'s own flag of that name would take it.
+    @Flag(name: .customLong("json-output"), help: "Print the results as JSON.")
     var json = false
 
     static let categories = 50
