@@ -40,9 +40,11 @@ public struct ThrottleSettings: Sendable {
     /// In the background lane, a non-atomic batch of saves larger than this commits in
     /// transactions of at most this many records, in order, on SQLite: another user's write
     /// waits for one part, not for the whole batch, behind SQLite's one writer (a 200-record
-    /// transaction holds it about 2 ms). Each record still succeeds or fails on its own
-    /// (``WritePolicy/transactionRecordLimit``). 0: whole batches.
-    public var backgroundTransactionRecords = 50
+    /// transaction holds it about 2 ms, a part of 34 about 0.4 ms). Each record still succeeds
+    /// or fails on its own (``WritePolicy/transactionRecordLimit``). 0: whole batches. 34 took
+    /// a quiet user's p99 ratio beside 200-record floods from 2.01× to 1.91× against 50, for
+    /// about 7 % of the flooder's rate (docs/PERFORMANCE.md, "Session 18").
+    public var backgroundTransactionRecords = 34
     /// Requests from one client address run at once; more wait in order (0: no cap).
     public var addressInFlight = 64
     /// Requests of one user or address that may wait for a place; one more is THROTTLED.
