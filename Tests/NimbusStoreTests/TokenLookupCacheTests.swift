@@ -131,6 +131,12 @@ struct TokenLookupCacheTests {
             #expect(store.tokenLookups.count == 1)
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             #expect(store.tokenLookups.count == 1, "a zone is not a table a lookup reads")
+            // Records are written through SQLite's C API (DirectStatement), beside the observer.
+            let saved = try await store.modifyRecords(
+                [F.operation(.create, "a"), F.operation(.create, "b")], zone: "Z", atomic: false, policy: F.policy(),
+                caller: F.caller, in: F.alice)
+            #expect(F.saved(saved).allSatisfy { $0 != nil })
+            #expect(store.tokenLookups.count == 1, "nor is a record")
             _ = try await store.createAPIToken(container: F.container)
             #expect(store.tokenLookups.count == 0, "an insert into one ends every answer")
         }

@@ -9,9 +9,12 @@ import GRDBSQLite
 /// than SQLite's own insert (`nimbus-bench store-write`, docs/PERFORMANCE.md). Here a value
 /// is bound in one C call (text copied by SQLite, `SQLITE_TRANSIENT`).
 ///
-/// Only for statements that need none of GRDB's statement bookkeeping: the server registers
-/// no transaction observers, and the statement runs inside a transaction GRDB opened. The
-/// statement is reset before and after, so GRDB finds it as it left it.
+/// Only for statements that need none of GRDB's statement bookkeeping, inside a transaction
+/// GRDB opened. GRDB's transaction observers hear of row changes only from statements GRDB
+/// runs (it installs SQLite's update hook around each): these write and read `records`, which
+/// no observer watches (``AccountTablesObserver`` watches the account tables; its commit hook
+/// still fires, as GRDB commits). The statement is reset before and after, so GRDB finds it
+/// as it left it.
 struct DirectStatement {
     private let statement: Statement
     private var index: CInt = 0

@@ -8,7 +8,8 @@ import NimbusProtocol
 /// is always greater than every version committed before it and readers (each in its own
 /// WAL snapshot) can never skip a change. Another process (the `nimbus` CLI provisioning
 /// users while the server runs) may open the same file; SQLite's locking and a busy
-/// timeout keep them apart. Every read runs on GRDB's reader queues (`await pool.read`),
+/// timeout keep them apart, and a token that process revokes is refused here once this
+/// store's answer for it expires (``TokenLookupCache``, at most a second). Every read runs on GRDB's reader queues (`await pool.read`),
 /// never on the calling task's thread: SQLite blocks its thread, and Swift's cooperative pool
 /// has one thread per core.
 public final class SQLiteStore: Sendable {
