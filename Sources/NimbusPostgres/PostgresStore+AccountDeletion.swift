@@ -19,7 +19,8 @@ extension PostgresStore: AccountDeletionStore {
     }
 
     public func deleteAccount(userName: String, container: String) async throws -> [String] {
-        try await transaction { transaction in
+        defer { accountsChanged() }
+        return try await transaction { transaction in
             guard let user = try await identity(transaction, userName: userName, container: container) else {
                 throw AccountError.notSignedIn(userName, container: container)
             }

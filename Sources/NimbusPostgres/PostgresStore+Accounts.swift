@@ -95,6 +95,7 @@ extension PostgresStore: AccountStore {
 
     public func revokeToken(_ token: String) async throws -> Bool {
         let now = clock.nowMillis()
+        defer { accountsChanged() }
         return try await transaction { transaction in
             let api = try await transaction.rows(
                 """
@@ -153,24 +154,6 @@ extension PostgresStore: AccountStore {
         try await lookUpTokens(apiToken: "", webAuthToken: token).user
     }
 
-    /// Both lookups of a request in one statement (every API request makes them).
-    public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
-        guard
-            let row = try await rows(
-                Prepared<Statements.TokenLookup>([apiToken, webAuthToken.map(SessionToken.hash)])
-            ).first
-        else { return TokenLookup(container: nil, user: nil) }
-        var columns = ColumnReader(row)
-        let container = try columns.next(String?.self)
-        let userContainer = try columns.next(String?.self)
-        let sessionID = try columns.next(String?.self)
-        let lastSeenAt = try columns.next(Int64?.self)
-        guard let userContainer, let sessionID, let lastSeenAt,
-            let user = try columns.optionalIdentity(container: userContainer)
-        else { return TokenLookup(container: container, user: nil) }
-        return TokenLookup(container: container, user: user, session: SessionStamp(id: sessionID, lastSeenAt: lastSeenAt))
-    }
-
     public func serverKey(id: String) async throws -> ServerKey? {
         try await rows(
             """
@@ -200,7 +183,8 @@ extension PostgresStore: AccountStore {
     }
 
     public func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity {
-        try await transaction { transaction in
+        defer { accountsChanged() }
+        return try await transaction { transaction in
             let updated = try await transaction.rows(
                 """
                 UPDATE user_identities SET discoverable = \(discoverable)

@@ -83,6 +83,7 @@ extension PostgresStore {
         operatorsMigration,
         throttleSettingsMigration,
         traceSpansMigration,
+        accountTriggersMigration,
     ]
 
     /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created

@@ -33,12 +33,25 @@ extension PostgresStore {
     static func channelName(schema: String) -> String {
         let name = "nimbus_" + schema
         guard name.utf8.count > 63 else { return name }
+        return "nimbus_" + String(schema.prefix(38)) + "_" + String(schemaHash(schema), radix: 16)
+    }
+
+    /// The channel the account tables' triggers use: `nimbus_accounts_<schema>`, shortened
+    /// the same way.
+    static func accountsChannelName(schema: String) -> String {
+        let name = "nimbus_accounts_" + schema
+        guard name.utf8.count > 63 else { return name }
+        return "nimbus_accounts_" + String(schema.prefix(29)) + "_" + String(schemaHash(schema), radix: 16)
+    }
+
+    /// FNV-1a of the schema's name: what tells long names apart once shortened.
+    private static func schemaHash(_ schema: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in schema.utf8 {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }
-        return "nimbus_" + String(schema.prefix(38)) + "_" + String(hash, radix: 16)
+        return hash
     }
 
     private func startListening(onListening: (@Sendable () -> Void)?) -> AsyncStream<[StoredNotification]> {

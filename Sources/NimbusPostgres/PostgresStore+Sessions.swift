@@ -22,11 +22,13 @@ extension PostgresStore: SessionStore {
     }
 
     public func touchSession(id: String, at millis: Int64) async throws {
+        defer { accountsChanged(session: id) }
         try await rows("UPDATE sessions SET last_seen_at = GREATEST(last_seen_at, \(millis)) WHERE id = \(id)")
     }
 
     public func refreshSession(id: String, at millis: Int64) async throws -> IssuedSession? {
         let token = SessionToken.generate()
+        defer { accountsChanged(session: id) }
         let updated = try await rows(
             """
             UPDATE sessions SET token_hash = \(SessionToken.hash(token)), last_seen_at = \(millis)
@@ -53,7 +55,8 @@ extension PostgresStore: SessionStore {
     }
 
     public func revokeSession(id: String) async throws -> Bool {
-        try await !rows(
+        defer { accountsChanged(session: id) }
+        return try await !rows(
             """
             UPDATE sessions SET revoked_at = \(clock.nowMillis()) WHERE id = \(id) AND revoked_at IS NULL RETURNING id
             """

@@ -72,12 +72,19 @@ public final class PostgresStore: Sendable {
     let channel: String
     /// What the store stamps rows with: zones' deletion, tokens, keys, subscriptions.
     public let clock: WallClock
+    /// The token lookups answered lately, served while ``accountWatch`` hears every change
+    /// to the rows they were read from (``lookUpTokens(apiToken:webAuthToken:)``).
+    let tokenLookups = TokenLookupCache()
+    /// The LISTEN/NOTIFY channel the account tables' triggers announce changes on.
+    let accountsChannel: String
     private let state = NIOLockedValueBox(State())
 
     private struct State {
         var runTask: Task<Void, Never>?
         var listeners: [UUID: Task<Void, Never>] = [:]
         var closed = false
+        var accountWatch = AccountWatch.off
+        var accountWatchObservers: [UUID: AsyncStream<AccountWatchEvent>.Continuation] = [:]
         /// Set by ``open(url:schema:maximumConnections:random:clock:logger:)`` once the schema is migrated.
         var changeTokens: ChangeTokens?
     }
@@ -99,6 +106,7 @@ public final class PostgresStore: Sendable {
         self.logger = logger
         self.nodeID = UUID()
         self.channel = Self.channelName(schema: schema)
+        self.accountsChannel = Self.accountsChannelName(schema: schema)
     }
 
     /// Connects to PostgreSQL, creates the schema if missing and migrates it.
@@ -169,6 +177,7 @@ public final class PostgresStore: Sendable {
             listener.cancel()
             await listener.value
         }
+        finishAccountWatchEvents()
         runTask?.cancel()
         await runTask?.value
     }
@@ -192,6 +201,50 @@ public final class PostgresStore: Sendable {
 
     func unregister(listener id: UUID) {
         _ = state.withLockedValue { $0.listeners.removeValue(forKey: id) }
+    }
+
+    /// Moves the account watch from `expected` to `next`; `false` (nothing changed) when it
+    /// was elsewhere or the store is closed.
+    func moveAccountWatch(from expected: AccountWatch, to next: AccountWatch) -> Bool {
+        state.withLockedValue { state in
+            guard !state.closed, state.accountWatch == expected else { return false }
+            state.accountWatch = next
+            return true
+        }
+    }
+
+    /// Where the account watch is.
+    var accountWatch: AccountWatch { state.withLockedValue { $0.closed ? .off : $0.accountWatch } }
+
+    /// What the account watch does from now on, until the store shuts down.
+    func accountWatchEvents() -> AsyncStream<AccountWatchEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: AccountWatchEvent.self)
+        let id = UUID()
+        let added = state.withLockedValue { state in
+            guard !state.closed else { return false }
+            state.accountWatchObservers[id] = continuation
+            return true
+        }
+        guard added else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLockedValue { $0.accountWatchObservers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func emit(_ event: AccountWatchEvent) {
+        for observer in state.withLockedValue({ Array($0.accountWatchObservers.values) }) { observer.yield(event) }
+    }
+
+    func finishAccountWatchEvents() {
+        let observers = state.withLockedValue { state in
+            defer { state.accountWatchObservers = [:] }
+            return Array(state.accountWatchObservers.values)
+        }
+        for observer in observers { observer.finish() }
     }
 
     static func validate(schema: String) throws {

@@ -99,6 +99,12 @@ extension PostgresTests {
             #expect(channel.utf8.count <= 63)
             #expect(channel != PostgresStore.channelName(schema: String(repeating: "s", count: 62) + "t"))
             #expect(PostgresStore.channelName(schema: "public") == "nimbus_public")
+
+            let accounts = PostgresStore.accountsChannelName(schema: long)
+            #expect(accounts.utf8.count <= 63)
+            #expect(accounts != PostgresStore.accountsChannelName(schema: String(repeating: "s", count: 62) + "t"))
+            #expect(accounts != channel)
+            #expect(PostgresStore.accountsChannelName(schema: "public") == "nimbus_accounts_public")
         }
     }
 }

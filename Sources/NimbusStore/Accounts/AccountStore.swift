@@ -1,6 +1,8 @@
 /// Provisioning and authentication data: containers, users, API and web auth tokens,
 /// server-to-server keys. Written by the `nimbus` CLI (also while the server runs) and read
-/// by the server on every request, so revocation takes effect at once.
+/// by the server on every request. A revocation takes effect at once through the store that
+/// made it; a store may keep lookups briefly (``TokenLookupCache``) and hear other processes'
+/// changes late, by a bound each store documents (``lookUpTokens(apiToken:webAuthToken:)``).
 public protocol AccountStore: Sendable {
     /// Creates a container and its first API token. Fails if it exists.
     func createContainer(_ identifier: String) async throws -> IssuedToken

@@ -16,7 +16,8 @@ import NIOConcurrencyHelpers
 ///   server keeps its other answers.
 /// - **Changes the store cannot see** — another process writing the same file (`nimbus session
 ///   revoke` beside a running server) — are seen when the answer expires, ``lifetimeMillis``
-///   after it was read.
+///   after it was read. (PostgreSQL's store hears other nodes' changes from the tables'
+///   triggers instead, and keeps answers only while it listens: see its `lookUpTokens`.)
 /// - **An answer read before a change and stored after it** is not kept: the store passes the
 ///   ``generation`` taken before its read, and any invalidation since refuses the answer.
 ///
@@ -29,14 +30,19 @@ package final class TokenLookupCache: Sendable {
     /// The most answers kept.
     package static let capacity = 10_000
 
-    /// A stored row an answer was read from.
+    /// A stored row an answer was read from: its table and a key that names it there (a
+    /// SQLite rowid, a PostgreSQL session's id).
     package struct Row: Hashable, Sendable {
         package var table: String
-        package var rowID: Int64
+        package var key: String
+
+        package init(table: String, key: String) {
+            self.table = table
+            self.key = key
+        }
 
         package init(table: String, rowID: Int64) {
-            self.table = table
-            self.rowID = rowID
+            self.init(table: table, key: String(rowID))
         }
     }
 
