@@ -29,7 +29,7 @@ start_throwaway_postgres() {
     "${AS_PG[@]}" "$PGBIN/initdb" -D "$PGROOT/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync \
         >"$PGROOT/initdb.log"
     "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$PGROOT/data" -l "$PGROOT/server.log" -w -t 30 \
-        -o "-p $PGPORT -k $PGROOT -c listen_addresses=127.0.0.1 -c max_connections=300 -c max_locks_per_transaction=256 -c fsync=off" start
+        -o "-p $PGPORT -k $PGROOT -c listen_addresses=127.0.0.1 -c max_connections=1000 -c max_locks_per_transaction=256 -c fsync=off" start
     echo "throwaway PostgreSQL on 127.0.0.1:$PGPORT"
     export THROWAWAY_POSTGRES_URL="postgres://postgres@127.0.0.1:$PGPORT/postgres"
 }

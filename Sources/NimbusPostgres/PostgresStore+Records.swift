@@ -13,7 +13,20 @@ extension PostgresStore: RecordStore {
     /// ``lockDatabase(_:_:bump:)``), so a locked save's `recordChangeTag` check sees the
     /// latest commit of every node. A request that ends up writing nothing rolls back and
     /// gives the version back.
+    ///
+    /// A non-atomic batch of saves larger than the policy's ``WritePolicy/transactionRecordLimit``
+    /// commits in parts, one transaction each (``ModifyParts``).
     public func modifyRecords(
+        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
+        in database: DatabaseKey
+    ) async throws -> ModifyOutcome {
+        try await ModifyParts.commit(operations, atomic: atomic, limit: policy.transactionRecordLimit) { part in
+            try await modifyInOneTransaction(part, zone: zone, atomic: atomic, policy: policy, caller: caller, in: database)
+        }
+    }
+
+    /// Plans and writes `operations` in one transaction.
+    private func modifyInOneTransaction(
         _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
         in database: DatabaseKey
     ) async throws -> ModifyOutcome {

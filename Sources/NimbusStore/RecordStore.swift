@@ -112,9 +112,9 @@ public struct WritePolicy: Sendable, Hashable {
     /// above it, and larger than before, fails whole with QUOTA_EXCEEDED.
     public var quotaBytes: Int64?
     /// The most records one transaction of a non-atomic batch of saves writes; a larger batch
-    /// commits in parts, in order (``ModifyParts``). Engines with one writer (SQLite) honour
-    /// it, so that other users' writes wait for one part; PostgreSQL, whose writers do not
-    /// queue behind one another, writes the batch whole. `nil`: whole batches. The server sets
+    /// commits in parts, in order (``ModifyParts``): on SQLite other users' writes wait for one
+    /// part; on PostgreSQL, whose writers do not queue behind one another, the batch's work
+    /// comes in shorter bursts. `nil`: whole batches. The server sets
     /// it for a flood's requests in the background lane (docs/THROTTLING.md).
     public var transactionRecordLimit: Int?
 

@@ -52,7 +52,7 @@ struct ModifyPartsTests {
     }
 
     @Test(arguments: StoreEngine.available)
-    func aSplitBatchAnswersAsOneAndCommitsInPartsOnSQLite(engine: StoreEngine) async throws {
+    func aSplitBatchAnswersAsOneAndCommitsInParts(engine: StoreEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             let subscription = SubscriptionDefinition(subscriptionID: "zone", kind: .zone(zoneName: "Z", recordType: nil))
             _ = try await store.modifySubscriptions([.save(subscription)], owner: "_alice", in: F.alice)
@@ -69,9 +69,8 @@ struct ModifyPartsTests {
             let commit = try #require(outcome.commit)
             #expect(commit.changes.map(\.after) == saved)
             #expect(commit.version == saved.last?.version)
-            // One transaction per part, each with its notification for the zone's subscription;
-            // PostgreSQL writes the batch whole.
-            #expect(commit.notifications.count == (engine == .sqlite ? 3 : 1))
+            // One transaction per part, each with its notification for the zone's subscription.
+            #expect(commit.notifications.count == 3)
             let page = try await store.recordChanges(zone: "Z", since: nil, limit: 50, in: F.alice)
             #expect(page.records == saved)
         }
@@ -86,27 +85,18 @@ struct ModifyPartsTests {
             var policy = F.policy()
             policy.transactionRecordLimit = 4
             policy.quotaBytes = recordBytes * 8 + recordBytes / 2  // two parts fit, the third does not
-            let save = {
-                try await store.modifyRecords(
-                    operations, zone: "Z", atomic: false, policy: policy, caller: F.caller, in: F.alice)
-            }
             let names = operations.map(\.record.recordName)
-            if engine == .sqlite {
-                let outcome = try await save()
-                #expect(F.errorCodes(outcome) == Array(repeating: nil, count: 8) + [.quotaExceeded, .quotaExceeded])
-                let failedNames = outcome.results.suffix(2).map { result -> String? in
-                    if case .failed(let error) = result { error.recordName } else { nil }
-                }
-                #expect(failedNames == ["r8", "r9"])
-                #expect(try await store.usage(of: F.alice).recordBytes == recordBytes * 8)
-                let found = try await store.lookupRecords(names, zone: "Z", in: F.alice)
-                #expect(found.map { $0 != nil } == Array(repeating: true, count: 8) + [false, false])
-                #expect(outcome.commit?.changes.count == 8)
-            } else {
-                // One transaction: over the quota, the whole request fails and nothing is written.
-                #expect(await F.errorCode { _ = try await save() } == .quotaExceeded)
-                #expect(try await store.usage(of: F.alice).recordBytes == 0)
+            let outcome = try await store.modifyRecords(
+                operations, zone: "Z", atomic: false, policy: policy, caller: F.caller, in: F.alice)
+            #expect(F.errorCodes(outcome) == Array(repeating: nil, count: 8) + [.quotaExceeded, .quotaExceeded])
+            let failedNames = outcome.results.suffix(2).map { result -> String? in
+                if case .failed(let error) = result { error.recordName } else { nil }
             }
+            #expect(failedNames == ["r8", "r9"])
+            #expect(try await store.usage(of: F.alice).recordBytes == recordBytes * 8)
+            let found = try await store.lookupRecords(names, zone: "Z", in: F.alice)
+            #expect(found.map { $0 != nil } == Array(repeating: true, count: 8) + [false, false])
+            #expect(outcome.commit?.changes.count == 8)
         }
     }
 

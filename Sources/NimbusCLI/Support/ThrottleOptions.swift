@@ -38,7 +38,7 @@ struct ThrottleOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "In the background lane, a non-atomic batch of saves commits in transactions of at most this many records on SQLite (0: whole batches).",
+            "In the background lane, a non-atomic batch of saves commits in transactions of at most this many records (0: whole batches).",
             valueName: "records"))
     var throttleBackgroundTransactionRecords = ThrottleSettings().backgroundTransactionRecords
     @Option(name: .long, help: "Requests from one address the server runs at once; more wait their turn (0: no cap).")

@@ -38,12 +38,14 @@ public struct ThrottleSettings: Sendable {
     /// the other users' requests go first. Off: they run as any request.
     public var backgroundLane = true
     /// In the background lane, a non-atomic batch of saves larger than this commits in
-    /// transactions of at most this many records, in order, on SQLite: another user's write
-    /// waits for one part, not for the whole batch, behind SQLite's one writer (a 200-record
-    /// transaction holds it about 2 ms, a part of 34 about 0.4 ms). Each record still succeeds
-    /// or fails on its own (``WritePolicy/transactionRecordLimit``). 0: whole batches. 34 took
-    /// a quiet user's p99 ratio beside 200-record floods from 2.01× to 1.91× against 50, for
-    /// about 7 % of the flooder's rate (docs/PERFORMANCE.md, "Session 18").
+    /// transactions of at most this many records, in order: on SQLite another user's write
+    /// waits for one part, not for the whole batch, behind its one writer (a 200-record
+    /// transaction holds it about 2 ms, a part of 34 about 0.4 ms); on PostgreSQL the flood's
+    /// backend works in shorter bursts. Each record still succeeds or fails on its own
+    /// (``WritePolicy/transactionRecordLimit``). 0: whole batches. 34 took a quiet user's p99
+    /// ratio beside 200-record floods from 2.01× to 1.91× against 50 on SQLite, for about 7 %
+    /// of the flooder's rate, and from 1.92 – 2.15× to 1.60 – 1.68× against whole batches on
+    /// PostgreSQL, for about 45 % (docs/PERFORMANCE.md, "Session 18" and "Session 19").
     public var backgroundTransactionRecords = 34
     /// Requests from one client address run at once; more wait in order (0: no cap).
     public var addressInFlight = 64

@@ -7,25 +7,9 @@ extension SQLiteStore: RecordStore {
         _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
         in database: DatabaseKey
     ) async throws -> ModifyOutcome {
-        let parts = ModifyParts.ranges(of: operations, atomic: atomic, limit: policy.transactionRecordLimit)
-        guard parts.count > 1 else {
-            return try await modifyInOneTransaction(
-                operations, zone: zone, atomic: atomic, policy: policy, caller: caller, in: database)
+        try await ModifyParts.commit(operations, atomic: atomic, limit: policy.transactionRecordLimit) { part in
+            try await modifyInOneTransaction(part, zone: zone, atomic: atomic, policy: policy, caller: caller, in: database)
         }
-        var outcomes: [ModifyOutcome] = []
-        for (index, part) in parts.enumerated() {
-            do {
-                outcomes.append(
-                    try await modifyInOneTransaction(
-                        Array(operations[part]), zone: zone, atomic: atomic, policy: policy, caller: caller, in: database))
-            } catch where index > 0 {
-                // The parts before stay committed; this one and the rest fail record by record.
-                let rest = operations[part.lowerBound...]
-                outcomes.append(ModifyOutcome(results: ModifyParts.failedResults(of: rest, error: error), commit: nil))
-                break
-            }
-        }
-        return ModifyParts.merge(outcomes)
     }
 
     /// Plans and writes `operations` in one transaction.

@@ -3,7 +3,9 @@ import NimbusProtocol
 
 /// A large non-atomic batch of saves, committed as several transactions of at most
 /// ``WritePolicy/transactionRecordLimit`` records, in order: with one writer (SQLite), another
-/// user's write waits for one part instead of the whole batch.
+/// user's write waits for one part instead of the whole batch; on PostgreSQL, whose writers
+/// do not wait on one another, the flood's backend works in shorter bursts, with the
+/// background lane's own work (at the lowest CPU priority) between them.
 ///
 /// Splitting changes nothing a client of a non-atomic request may rely on: each record
 /// succeeds or fails on its own, and the answer still has one result per operation in
@@ -21,6 +23,29 @@ import NimbusProtocol
 /// TRY_AGAIN_LATER for an error of the store. Nothing is half-written: each part is one
 /// transaction.
 public enum ModifyParts {
+    /// Commits `operations` with `transaction` (one transaction of the operations it is given),
+    /// in parts when ``ranges(of:atomic:limit:)`` splits them, and answers as one request:
+    /// after a part fails whole, the parts before stay committed and the rest fail record by
+    /// record (``failedResults(of:error:)``); a first part's error is the request's.
+    public static func commit(
+        _ operations: [RecordOperation], atomic: Bool, limit: Int?,
+        in transaction: ([RecordOperation]) async throws -> ModifyOutcome
+    ) async throws -> ModifyOutcome {
+        let parts = ranges(of: operations, atomic: atomic, limit: limit)
+        guard parts.count > 1 else { return try await transaction(operations) }
+        var outcomes: [ModifyOutcome] = []
+        for (index, part) in parts.enumerated() {
+            do {
+                outcomes.append(try await transaction(Array(operations[part])))
+            } catch where index > 0 {
+                // The parts before stay committed; this one and the rest fail record by record.
+                outcomes.append(ModifyOutcome(results: failedResults(of: operations[part.lowerBound...], error: error), commit: nil))
+                break
+            }
+        }
+        return merge(outcomes)
+    }
+
     /// The ranges of `operations` to commit one after another: one range, the whole batch,
     /// unless the batch may be split and is larger than `limit`.
     public static func ranges(of operations: [RecordOperation], atomic: Bool, limit: Int?) -> [Range<Int>] {
