@@ -4,6 +4,8 @@ import NimbusServer
 import NimbusStore
 import Testing
 
+@testable import NimbusPostgres
+
 /// Several `nimbus serve` nodes on one PostgreSQL database, driven over HTTP and WebSocket as
 /// clients meet them behind a load balancer.
 @Suite("Several nodes on PostgreSQL", .enabled(if: Engine.available.contains(.postgres), Engine.postgresHowTo))
@@ -136,6 +138,36 @@ struct MultiNodeTests {
             // Exactly once: nothing skipped, nothing repeated.
             #expect(seen.count == Set(seen).count, "a commit was reported twice")
             #expect(Set(seen) == Set(all), "missed: \(Set(all).subtracting(seen).sorted().prefix(10))")
+        }
+    }
+
+    /// A node answers token lookups from memory; a session signed out through another node
+    /// is refused by it once the change's announcement arrives, and an API token revoked there
+    /// too (its clock is real, but each step waits only for the announcement, far inside the
+    /// answers' 1 s life).
+    @Test(.timeLimit(.minutes(5))) func aSessionRevokedThroughOneNodeIsRefusedByTheOther() async throws {
+        try await TestCluster.with(nodes: 2) { cluster in
+            let alice = try await cluster.user("alice", node: 0)
+            let bob = try await cluster.user("bob", node: 0)
+            let watched = try #require(cluster.nodes[0].store as? PostgresStore)
+            var events = watched.accountWatchEvents().makeAsyncIterator()
+            #expect(try await alice.get("users/current").status == 200)
+            #expect(await events.next() == .listening)
+            #expect(try await alice.get("users/current").status == 200)
+            #expect(try await bob.get("users/current").status == 200)
+            #expect(watched.tokenLookups.count == 2, "both lookups kept")
+
+            let onOtherNode = cluster.client(alice, node: 1)
+            let listed = try await onOtherNode.post("sessions/list", [:])
+            let session = try #require(listed["sessions"]?.array?.first?["sessionID"]?.string)
+            #expect(try await onOtherNode.post("sessions/revoke", ["sessionIDs": [.string(session)]]).status == 200)
+            #expect(await events.next() == .heard("session \(session)"))
+            #expect(try await alice.get("users/current").serverErrorCode == "AUTHENTICATION_FAILED")
+            #expect(try await bob.get("users/current").status == 200)
+
+            #expect(try await cluster.nodes[1].store.revokeToken(cluster.apiToken))
+            #expect(await events.next() == .heard("*"))
+            #expect(try await bob.get("users/current").serverErrorCode == "AUTHENTICATION_FAILED")
         }
     }
 }
