@@ -77,11 +77,14 @@ extension PostgresStore {
     /// them before its method returns. Every answer also expires
     /// ``TokenLookupCache/lifetimeMillis`` after it was read.
     public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
+        // The generation before the watch's state: a LISTEN that drops after this moment ends
+        // every answer (a new generation) after it leaves `.listening`, so an answer read
+        // while it was down is refused either way.
+        let generation = tokenLookups.generation
         let watching = watchAccounts()
         if watching, let cached = tokenLookups.lookup(apiToken: apiToken, webAuthToken: webAuthToken, now: clock.nowMillis()) {
             return cached
         }
-        let generation = tokenLookups.generation
         let found = try await readTokens(apiToken: apiToken, webAuthToken: webAuthToken)
         if watching {
             let rows = found.session.map { [TokenLookupCache.Row(table: "sessions", key: $0.id)] } ?? []
@@ -159,7 +162,8 @@ extension PostgresStore {
                         metadata: ["channel": "\(accountsChannel)", "error": "\(error)"])
                 }
             }
-            // Changes may go unheard from here until the LISTEN is back: keep nothing.
+            // Changes may go unheard from here until the LISTEN is back: keep nothing. In this
+            // order (see `lookUpTokens`): leave `.listening`, then end every answer.
             _ = moveAccountWatch(from: .listening, to: .connecting)
             tokenLookups.invalidateAll()
             if Task.isCancelled { break }
