@@ -3,7 +3,9 @@
 # operation of /openapi.yaml (the push channel and the web courier included), generated
 # valid and invalid requests, sent with valid credentials (an API token and a signed-in
 # user's web auth token, provisioned here). Fails on any 5xx answer, a dropped connection,
-# or a server that exits or logs a crash. Stops the server whatever happens.
+# or a server that exits or logs a crash. Then scripts/fuzz-headers.py poisons Host and
+# forwarding headers against a server with a public URL, and checks that sign-in tells no
+# address apart. Stops the servers whatever happens.
 #
 # Usage: scripts/fuzz-api.sh            (after `swift build`; .ci/run calls it after the tests)
 # Environment:
@@ -164,6 +166,12 @@ if [ "$ST_STATUS" -ne 0 ]; then
     fi
 fi
 stop_server
+
+# --- header poisoning and account enumeration (docs/SECURITY.md), a server of its own -----
+if ! python3 scripts/fuzz-headers.py "$NIMBUS_BIN" "$WORK" 2>&1 | tee "$WORK/headers.log"; then
+    FAILED=1
+fi
+cp "$WORK"/headers.log "$WORK"/headers-server.err "$FUZZ_LOG_DIR"/ 2>/dev/null || true
 if [ "$FAILED" -ne 0 ]; then
     echo "fuzz: server output and the report are in $FUZZ_LOG_DIR" >&2
     exit 1

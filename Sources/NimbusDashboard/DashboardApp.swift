@@ -235,7 +235,7 @@ struct DashboardError: Error {
 
 extension PageContext {
     /// `scheme://host[:port]` the operator reached the server at.
-    var origin: String { RequestOrigin.of(request, configured: app.server.configuration.push.publicBaseURL) }
+    var origin: String { OriginPolicy(app.server.configuration.origin).responseOrigin(request) }
 
     /// The dashboard query of a record page in `container`'s `environment` (in the private
     /// database of the user `u`, if any).

@@ -86,6 +86,7 @@ public final class RunningServer: Sendable {
         let hub = PushHub(tracer: tracer, metrics: metrics)
         let assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
         let links = AssetLinks(tokens: try store.changeTokens)
+        let origins = OriginPolicy(configuration.origin)
         var api = CloudKitAPI(
             store: store, accounts: store, notifications: store,
             delivery: metrics.map { MeteredDelivery(inner: delivery(hub), metrics: $0) } ?? delivery(hub),
@@ -119,9 +120,10 @@ public final class RunningServer: Sendable {
         let statistics = RequestStatistics(metrics: metrics)
         var responder = APIResponder(
             api: api, authenticator: authenticator, maxBodyBytes: configuration.maxBodyBytes,
-            publicBaseURL: configuration.push.publicBaseURL, assetLinks: links,
+            assetLinks: links,
             assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds)
         responder.statistics = statistics
+        responder.origins = origins
         responder.tracer = tracer
         responder.metrics = metrics
         let throttle = RequestThrottle(settings: configuration.throttle, store: store, clock: configuration.clock)
@@ -131,8 +133,8 @@ public final class RunningServer: Sendable {
             endpoint = MetricsEndpoint(
                 registry: registry, metrics: metrics, hub: hub, bearerToken: configuration.metrics.bearerToken)
         }
-        let router = Routes.build(responder: responder, statistics: statistics, metrics: endpoint)
-        SignInPage.add(to: router, page: SignInPage(accounts: accounts, publicBaseURL: configuration.push.publicBaseURL))
+        let router = Routes.build(responder: responder, statistics: statistics, metrics: endpoint, origins: origins)
+        SignInPage.add(to: router, page: SignInPage(accounts: accounts, origins: origins))
         ShareLinkPage.add(to: router)
         var transfer = AssetTransfer(
             metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, quota: uploadQuota)
@@ -150,7 +152,7 @@ public final class RunningServer: Sendable {
             store: store,
             gateway: OperatorGateway(
                 api: api, assetLinks: links, assetDownloadLifetime: configuration.assets.downloadLifetime.milliseconds,
-                publicBaseURL: configuration.push.publicBaseURL),
+                origins: origins),
             push: hub, statistics: statistics, configuration: configuration, logger: logger,
             passwords: PasswordHasher(cost: configuration.signIn.passwordCost), traces: journal)
         for routeExtension in configuration.routeExtensions {
@@ -162,7 +164,7 @@ public final class RunningServer: Sendable {
             server: HTTPServerBuilder { responder in
                 PushHTTPChannel(
                     responder: responder, push: pushChannel, configuration: HTTP1Channel.Configuration(),
-                    connections: configuration.connections, limiter: limiter)
+                    connections: configuration.connections, limiter: limiter, origins: origins)
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "nimbus"),
             onServerRunning: { channel in

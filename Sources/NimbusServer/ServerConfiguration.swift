@@ -19,6 +19,9 @@ public struct ServerConfiguration: Sendable {
     /// The largest request body accepted by any operation: the ceiling of the operations' own
     /// limits (``APIOperation/maxBodyBytes``).
     public var maxBodyBytes: Int
+    /// Where clients reach the server (`--public-url`) and whose forwarding headers it believes
+    /// (`--trusted-proxy`): the origin of every absolute URL it writes (docs/SECURITY.md).
+    public var origin = OriginSettings()
     /// The push channel: heartbeats, buffers, timeouts, the web courier.
     public var push = PushSettings()
     /// HTTP connections: header, body and idle timeouts, connections per address.

@@ -90,8 +90,10 @@ struct HostileRequestTests {
         }
     }
 
+    /// From a trusted proxy (the test client, on loopback), forwarding headers name the origin
+    /// of URLs in answers, when they hold one; docs/SECURITY.md.
     @Test(arguments: Engine.available) func forwardedHeadersNameTheOriginOnlyWhenTheyHoldOne(engine: Engine) async throws {
-        try await TestServer.with(engine) { server in
+        try await TestServer.with(engine, configure: { $0.origin.trustedProxies = [try! AddressRange("127.0.0.1")] }) { server in
             let alice = try await server.user("alice")
             let url = "\(alice.baseURL)/database/1/\(alice.container)/development/tokens/create"
                 + "?ckAPIToken=\(alice.apiToken!)&ckWebAuthToken=\(alice.webAuthToken!)"
@@ -99,9 +101,9 @@ struct HostileRequestTests {
                 let reply = try await alice.send(url, method: .POST, body: Array("{}".utf8), headers: headers)
                 return reply["webcourierURL"]?.string ?? "(\(reply.status) \(reply.text))"
             }
-            // Several proxies: the first element is the one the client named.
+            // A list: the last element is the one the trusted proxy wrote; the client wrote the others.
             let listed = try await courierURL([
-                ("X-Forwarded-Host", "sync.example.com, proxy.internal"), ("X-Forwarded-Proto", "https, http"),
+                ("X-Forwarded-Host", "evil.example, sync.example.com"), ("X-Forwarded-Proto", "http, https"),
             ])
             #expect(listed.hasPrefix("https://sync.example.com/webcourier/"), "\(listed)")
             // What is not a scheme or an authority is ignored for the request's own.

@@ -21,6 +21,24 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var data: DataOptions
 
+    @Option(
+        name: .customLong("public-url"),
+        help: ArgumentHelp(
+            """
+            The address clients reach the server at (or set NIMBUS_PUBLIC_URL): every mailed link and absolute URL \
+            starts with it, and requests naming another host are refused. Needed with --smtp-url.
+            """, valueName: "https://sync.example.com"))
+    var publicURL: String?
+
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: ArgumentHelp(
+            """
+            A reverse proxy (IP address or CIDR range, repeatable; or NIMBUS_TRUSTED_PROXIES, comma-separated) whose \
+            Forwarded / X-Forwarded-Host / X-Forwarded-Proto headers are believed. Nobody else's are.
+            """, valueName: "10.0.0.0/8"))
+    var trustedProxy: [String] = []
+
     @Option(name: .long, help: "Days to keep tombstones; older sync tokens get CHANGE_TOKEN_EXPIRED.")
     var tombstoneRetentionDays: Double = 30
 
@@ -157,7 +175,32 @@ struct ServeCommand: AsyncParsableCommand {
         guard sessionIdleDays > 0, sessionIdleDays <= 3650 else {
             throw ValidationError("--session-idle-days must be more than 0 and at most 3650, got \(sessionIdleDays)")
         }
+        let origin = try originSettings()
+        if smtpURL != nil, origin.publicURL == nil {
+            throw ValidationError(
+                "--smtp-url needs --public-url (or NIMBUS_PUBLIC_URL): mailed links start with it, never with a host a client names")
+        }
         _ = try smtpSettings()
+    }
+
+    /// `--public-url` and `--trusted-proxy` (or their environment variables), checked.
+    func originSettings() throws -> OriginSettings {
+        let environment = ProcessInfo.processInfo.environment
+        let url = publicURL ?? environment["NIMBUS_PUBLIC_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        let proxies =
+            trustedProxy.isEmpty
+            ? (environment["NIMBUS_TRUSTED_PROXIES"] ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty }
+            : trustedProxy
+        var settings = OriginSettings()
+        do throws(OriginSettingError) {
+            if let url { settings.publicURL = try PublicURL(url) }
+            for proxy in proxies { settings.trustedProxies.append(try AddressRange(proxy)) }
+        } catch {
+            throw ValidationError(error.message)
+        }
+        return settings
     }
 
     /// The SMTP flags, checked; `nil` without `--smtp-url`. The password comes from
@@ -213,6 +256,7 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = ServerConfiguration(
             host: host, port: port, tombstoneRetention: .milliseconds(Int64(tombstoneRetentionDays * 86_400_000)))
         configuration.storage = data.location
+        configuration.origin = try originSettings()
         configuration.maxBodyBytes = maxBodyBytes
         configuration.connections = try connectionSettings()
         configuration.assets = try assetSettings()
@@ -236,6 +280,9 @@ struct ServeCommand: AsyncParsableCommand {
         let server = try await RunningServer.start(configuration, handleSignals: true, logger: logger)
         print("Nimbus is listening on \(server.baseURL) (\(configuration.storage))")
         print("Dashboard: \(server.baseURL)/ (sign in as an operator; make one with `nimbus operator create NAME`)")
+        if let publicURL = configuration.origin.publicURL {
+            print("Public URL: \(publicURL) (mailed links and absolute URLs start with it; other hosts are refused)")
+        }
         if configuration.metrics.enabled {
             let guarded = configuration.metrics.bearerToken == nil ? "" : " (bearer token required)"
             print("Metrics: \(server.baseURL)/metrics\(guarded)")

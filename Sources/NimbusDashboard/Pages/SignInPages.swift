@@ -23,7 +23,7 @@ enum SignInPages {
         let csrf = RandomToken.hex(bytes: 32)
         var headers = HTTPFields()
         headers.append(
-            HTTPField(name: .setCookie, value: OperatorAuth.cookie(OperatorAuth.signInCookie, csrf, maxAge: 3600, secure: secure(request))))
+            HTTPField(name: .setCookie, value: OperatorAuth.cookie(OperatorAuth.signInCookie, csrf, maxAge: 3600, secure: secure(app, request))))
         let nextPath = next(request.uri.queryParameters.get("next").map { String($0) })
         return app.render(
             "signin",
@@ -52,11 +52,11 @@ enum SignInPages {
                 await app.throttle.recordFailure(account: "operator " + name, address: address)
                 return formPage(app, request, name: name, message: "Wrong name or password.", status: .unauthorized)
             }
-            let cookie = try await OperatorAuth.open(operatorName: account.name, app: app, secure: secure(request))
+            let cookie = try await OperatorAuth.open(operatorName: account.name, app: app, secure: secure(app, request))
             var headers = HTTPFields()
             headers.append(HTTPField(name: .setCookie, value: cookie))
             headers.append(
-                HTTPField(name: .setCookie, value: OperatorAuth.cookie(OperatorAuth.signInCookie, "", maxAge: 0, secure: secure(request))))
+                HTTPField(name: .setCookie, value: OperatorAuth.cookie(OperatorAuth.signInCookie, "", maxAge: 0, secure: secure(app, request))))
             return DashboardApp.redirect(to: next(form["next"]), headers: headers)
         } catch let error as CloudKitError {
             return formPage(app, request, name: name, message: error.reason, status: .tooManyRequests)
@@ -71,7 +71,7 @@ enum SignInPages {
         try await context.app.store.closeOperatorSession(tokenHash: context.session.tokenHash, now: context.app.now())
         var headers = HTTPFields()
         headers.append(
-            HTTPField(name: .setCookie, value: OperatorAuth.cookie(OperatorAuth.sessionCookie, "", maxAge: 0, secure: secure(context.request))))
+            HTTPField(name: .setCookie, value: OperatorAuth.cookie(OperatorAuth.sessionCookie, "", maxAge: 0, secure: secure(context.app, context.request))))
         return DashboardApp.redirect(to: "/dashboard/signin", headers: headers)
     }
 
@@ -83,7 +83,10 @@ enum SignInPages {
         return raw
     }
 
-    static func secure(_ request: Request) -> Bool {
-        request.head.scheme == "https" || request.headers[HTTPField.Name("X-Forwarded-Proto")!] == "https"
+    /// Whether the operator's browser reached the server over HTTPS (the cookies' `Secure`):
+    /// the public URL's scheme, a trusted proxy's word, or the request's own; never the
+    /// `X-Forwarded-Proto` of a peer the operator does not trust.
+    static func secure(_ app: DashboardApp, _ request: Request) -> Bool {
+        OriginPolicy(app.server.configuration.origin).isSecure(RequestArrival(request))
     }
 }

@@ -10,8 +10,10 @@ struct APICall: Sendable {
     var body: WireReader
     /// The request's `numbersAsStrings`: INT64 values are written as strings.
     var numbersAsStrings: Bool
-    /// `scheme://host[:port]` the client reached the server at (for URLs handed out).
+    /// `scheme://host[:port]` of URLs handed out in the answer (``OriginPolicy/responseOrigin(_:)``).
     var origin: String = ""
+    /// `scheme://host[:port]` of links in mail: never the client's choice (``OriginPolicy/mailOrigin(_:)``).
+    var mailOrigin: String = ""
     /// Signs the asset URLs handed out (`nil`: the server keeps no asset bytes).
     var assetLinks: AssetLinks? = nil
     /// How long a `downloadURL` handed out stays valid, in milliseconds.

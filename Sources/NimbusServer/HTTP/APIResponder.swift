@@ -18,8 +18,8 @@ struct APIResponder: Sendable {
     let authenticator: Authenticator
     /// The ceiling of every operation's body limit (``ServerConfiguration/maxBodyBytes``).
     let maxBodyBytes: Int
-    /// The configured public base URL, if any (see ``PushSettings/publicBaseURL``).
-    var publicBaseURL: String? = nil
+    /// The origins of the URLs the server writes (``ServerConfiguration/origin``).
+    var origins = OriginPolicy(OriginSettings())
     /// Signs asset URLs (`nil`: no assets).
     var assetLinks: AssetLinks? = nil
     /// How long a `downloadURL` stays valid, in milliseconds.
@@ -183,7 +183,7 @@ struct APIResponder: Sendable {
         let call = APICall(
             operation: operation, identity: identity, body: body,
             numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false,
-            origin: RequestOrigin.of(request, configured: publicBaseURL), assetLinks: assetLinks,
+            origin: origins.responseOrigin(request), mailOrigin: origins.mailOrigin(request), assetLinks: assetLinks,
             assetDownloadLifetime: assetDownloadLifetime, now: api.now(), peerAddress: PeerAddress.current,
             logger: context.logger, transactionRecordLimit: transactionRecordLimit)
         do {
@@ -204,7 +204,7 @@ struct APIResponder: Sendable {
             let container = SignInPage.container(ofPath: path),
             (try? await accounts.containerSettings(container).passwords) == true
         else { return nil }
-        return RequestOrigin.of(request, configured: publicBaseURL) + path
+        return origins.responseOrigin(request) + path
     }
 
     /// The request body, read up to `limit` bytes: a longer one is refused as soon as it

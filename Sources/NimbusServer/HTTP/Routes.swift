@@ -6,13 +6,15 @@ import NimbusProtocol
 /// The HTTP routes: the CloudKit API under `/database/1/…`, the OpenAPI document and a health check.
 enum Routes {
     static func build(
-        responder: APIResponder, statistics: RequestStatistics, metrics: MetricsEndpoint?
+        responder: APIResponder, statistics: RequestStatistics, metrics: MetricsEndpoint?, origins: OriginPolicy
     ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         // First, so that they wrap every route added after them: the request's ID (its logger,
         // its error bodies, its response header), then the statistics (and `/metrics`' counts).
         router.add(middleware: RequestIDMiddleware())
         router.add(middleware: RequestStatisticsMiddleware(statistics: statistics))
+        // Before any route: with a public URL, a request naming another host goes no further.
+        router.add(middleware: HostCheckMiddleware(origins: origins))
         metrics?.add(to: router)
         router.on("/database/**", method: .post) { request, context in
             await responder.respond(to: request, context: context)

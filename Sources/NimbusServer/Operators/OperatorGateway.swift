@@ -13,7 +13,7 @@ package struct OperatorGateway: Sendable {
     let api: CloudKitAPI
     let assetLinks: AssetLinks?
     let assetDownloadLifetime: Int64
-    let publicBaseURL: String?
+    let origins: OriginPolicy
 
     /// Runs one operation and returns its response body.
     /// - Parameters:
@@ -31,10 +31,11 @@ package struct OperatorGateway: Sendable {
             serverKeyID: user == nil ? "operator-\(operatorName)" : nil, deviceID: "dashboard")
         let reader = WireReader(body)
         _ = try reader.object()
-        let origin = request.map { RequestOrigin.of($0, configured: publicBaseURL) } ?? (publicBaseURL ?? "")
+        let arrival = request.map(RequestArrival.init) ?? RequestArrival(authority: nil)
         let call = APICall(
             operation: operation, identity: identity, body: reader,
-            numbersAsStrings: try reader.optionalBool("numbersAsStrings") ?? false, origin: origin,
+            numbersAsStrings: try reader.optionalBool("numbersAsStrings") ?? false,
+            origin: origins.responseOrigin(arrival), mailOrigin: origins.mailOrigin(arrival),
             assetLinks: assetLinks, assetDownloadLifetime: assetDownloadLifetime, now: api.now())
         let answer = try await api.handle(call)
         // `.raw` members (pre-serialized records) become values the caller can read.

@@ -37,6 +37,8 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// Timeouts and the per-address limit (``HTTPConnectionGuard``, ``ConnectionLimiter``).
     let connections: ConnectionSettings
     let limiter: ConnectionLimiter
+    /// With a public URL, an upgrade naming another host is refused like any request.
+    let origins: OriginPolicy
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -54,7 +56,14 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 shouldUpgrade: { channel, head in
                     upgradeAttempted.withLockedValue { $0 = true }
                     let uri = URI(head.uri)
-                    guard PushChannel.target(of: uri) != nil else {
+                    let arrival = RequestArrival(
+                        authority: head.headers.first(name: "Host"),
+                        headers: HTTPFields(
+                            head.headers.compactMap { name, value in
+                                HTTPField.Name(name).map { HTTPField(name: $0, value: value) }
+                            }),
+                        peer: channel.remoteAddress?.ipAddress, local: LocalEndpoint(channel.localAddress))
+                    guard PushChannel.target(of: uri) != nil, origins.misdirection(arrival) == nil else {
                         return channel.eventLoop.makeSucceededFuture(nil)
                     }
                     let promise = channel.eventLoop.makePromise(of: HTTPHeaders?.self)
@@ -121,8 +130,11 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 // The channel's handler serves it from here on; the hub closes it at shutdown.
                 return
             case .notUpgraded(let http1):
+                let local = LocalEndpoint(http1.channel.localAddress)
                 await PeerAddress.$current.withValue(http1.channel.remoteAddress?.ipAddress) {
-                    await handleHTTP(asyncChannel: http1, logger: logger)
+                    await LocalAddress.$current.withValue(local) {
+                        await handleHTTP(asyncChannel: http1, logger: logger)
+                    }
                 }
             case .failedUpgrade(let http1):
                 await Self.writeFailedUpgrade(http1, logger: logger)

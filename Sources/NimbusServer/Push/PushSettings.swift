@@ -16,19 +16,15 @@ public struct PushSettings: Sendable {
     /// How often stalled connections are looked for (and heartbeats sent: at least twice per
     /// heartbeat interval).
     public var sweepInterval: Duration
-    /// The base URL clients reach the server at, for `webcourierURL` (`https://sync.example.com`).
-    /// When `nil`, the request's `Host` (or `X-Forwarded-Host` and `X-Forwarded-Proto`) is used.
-    public var publicBaseURL: String?
 
     public init(
         heartbeatInterval: Duration = .seconds(30), writeTimeout: Duration = .seconds(10), bufferLimit: Int = 1024,
-        courierTimeout: Duration = .seconds(30), sweepInterval: Duration = .seconds(1), publicBaseURL: String? = nil
+        courierTimeout: Duration = .seconds(30), sweepInterval: Duration = .seconds(1)
     ) {
         self.heartbeatInterval = heartbeatInterval
         self.writeTimeout = writeTimeout
         self.bufferLimit = bufferLimit
         self.courierTimeout = courierTimeout
         self.sweepInterval = sweepInterval
-        self.publicBaseURL = publicBaseURL
     }
 }

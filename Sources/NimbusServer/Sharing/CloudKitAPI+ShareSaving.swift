@@ -90,8 +90,8 @@ extension CloudKitAPI {
                 let state = ShareState.saved(
                     previous: previousState, owner: database.owner, publicPermission: parts.publicPermission,
                     invitations: parts.invitations, newID: shareIDs)
-                let kept = Set(state.participants.compactMap(\.userRecordName))
-                op.endsParticipation = (previousState?.participants ?? []).compactMap(\.userRecordName).filter { !kept.contains($0) }
+                let kept = state.currentUserRecordNames
+                op.endsParticipation = (previousState?.currentUserRecordNames ?? []).filter { !kept.contains($0) }.sorted()
                 op.shareLocation = ShareLocation(owner: database.owner, zone: zone.zoneName, share: name)
                 if previousState == nil {
                     // Findable by its short GUID before it exists (an entry without a share grants nothing).

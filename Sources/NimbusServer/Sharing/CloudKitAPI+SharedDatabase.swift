@@ -103,7 +103,12 @@ extension CloudKitAPI {
     /// their versions; zones shared since, or changed, are listed, and zones no longer shared
     /// (or deleted) are listed as deleted.
     private func sharedDatabaseChanges(_ call: APICall, user: String) async throws -> JSON {
-        let before = try SharedDatabaseToken(call.body.optionalString("syncToken"))
+        let tokens = try store.changeTokens
+        let (container, environment) = (call.identity.container, call.identity.environment)
+        let before = try call.body.optionalString("syncToken").map {
+            try SharedDatabaseToken(
+                payload: tokens.decodeSharedDatabase($0, user: user, container: container, environment: environment))
+        } ?? SharedDatabaseToken()
         var now = SharedDatabaseToken()
         var zones: [JSON] = []
         for access in try await sharedZones(of: user, container: call.identity.container, environment: call.identity.environment) {
@@ -120,7 +125,7 @@ extension CloudKitAPI {
                     "zoneID": ZoneID(zoneName: key.zone, ownerRecordName: key.owner).wireJSON, "deleted": .bool(true),
                 ]))
         }
-        let token = now.text
+        let token = tokens.sharedDatabase(now.payload, user: user, container: container, environment: environment)
         return .object([
             "zones": .array(zones), "syncToken": .string(token), "metaSyncToken": .string(token), "moreComing": .bool(false),
         ])
@@ -274,7 +279,9 @@ extension CloudKitAPI {
 
 /// The sync token of the `shared` database: the zones the caller could read, and each
 /// one's incarnation and version, when the token was made. It grants nothing (every read
-/// checks the caller's shares), so it is plain base64 of JSON.
+/// checks the caller's shares), yet it is signed and bound to its user like every token
+/// (``ChangeTokens/sharedDatabase(_:user:container:environment:)``): a client relies on
+/// another user's or an altered token being refused.
 struct SharedDatabaseToken: Sendable {
     struct Key: Hashable, Sendable {
         var owner: String
@@ -290,9 +297,9 @@ struct SharedDatabaseToken: Sendable {
 
     init() {}
 
-    init(_ text: String?) throws(CloudKitError) {
-        guard let text else { return }
-        guard let data = Data(base64Encoded: text), let json = try? JSON.parse(Array(data)), let entries = json.array else {
+    /// The zones of a signed token's payload (``ChangeTokens/decodeSharedDatabase(_:user:container:environment:)``).
+    init(payload: [UInt8]) throws(CloudKitError) {
+        guard let json = try? JSON.parse(payload), let entries = json.array else {
             throw CloudKitError.badRequest("'syncToken' is not a token of the shared database")
         }
         for entry in entries {
@@ -303,10 +310,11 @@ struct SharedDatabaseToken: Sendable {
         }
     }
 
-    var text: String {
+    /// The zones as the payload a token signs: a JSON array of `[owner, zone, incarnation, version]`.
+    var payload: [UInt8] {
         let entries: [JSON] = zones.sorted { ($0.key.owner, $0.key.zone) < ($1.key.owner, $1.key.zone) }.map {
             .array([.string($0.key.owner), .string($0.key.zone), .int($0.value.incarnation), .int($0.value.changeVersion)])
         }
-        return Data(JSON.array(entries).serializedBytes()).base64EncodedString()
+        return JSON.array(entries).serializedBytes()
     }
 }

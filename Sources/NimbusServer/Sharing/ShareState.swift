@@ -74,8 +74,10 @@ struct ShareInvitation: Sendable, Equatable {
 extension ShareState {
     /// The state after the owner saves the share with `publicPermission` and `invitations`
     /// (CloudKit's rules: participants the request no longer names are removed; one named
-    /// again keeps its acceptance; changing the public permission removes the pending ones,
-    /// and setting it to NONE removes the public users).
+    /// again keeps its acceptance, or is invited anew if it was removed; changing the public
+    /// permission removes the pending ones, and setting it to NONE removes the public users).
+    /// A removed participant stays in the list with status REMOVED, as the owner sees it in
+    /// CloudKit; it grants nothing.
     static func saved(
         previous: ShareState?, owner: String, publicPermission: Permission?, invitations: [ShareInvitation]?,
         newID: () -> String
@@ -85,27 +87,42 @@ extension ShareState {
             ?? ShareState(shortGUID: newID(), owner: owner, publicPermission: .none, participants: [])
         let permission = publicPermission ?? state.publicPermission
         if permission != state.publicPermission {
-            state.participants.removeAll { $0.status == .pending }
-            if permission == .none { state.participants.removeAll { $0.kind == .publicUser } }
+            state.remove { $0.status == .pending }
+            if permission == .none { state.remove { $0.kind == .publicUser } }
             state.publicPermission = permission
         }
         guard let invitations else { return state }
-        var kept: [Participant] = state.participants.filter { $0.kind == .publicUser }
+        var named: Set<String> = []
         for invitation in invitations where invitation.userRecordName != owner {
             if let index = state.participants.firstIndex(where: { $0.matches(invitation) && $0.kind == .privateUser }) {
-                var participant = state.participants[index]
-                participant.permission = invitation.permission
-                if let name = invitation.userRecordName { participant.userRecordName = name }
-                if !kept.contains(where: { $0.participantID == participant.participantID }) { kept.append(participant) }
-            } else if !kept.contains(where: { $0.matches(invitation) }) {
-                kept.append(
-                    Participant(
-                        participantID: newID(), userRecordName: invitation.userRecordName, email: invitation.email,
-                        permission: invitation.permission, status: .pending, kind: .privateUser))
+                let id = state.participants[index].participantID
+                guard !named.contains(id) else { continue }
+                named.insert(id)
+                state.participants[index].permission = invitation.permission
+                if let name = invitation.userRecordName { state.participants[index].userRecordName = name }
+                if state.participants[index].status == .removed { state.participants[index].status = .pending }
+            } else if !state.participants.contains(where: { named.contains($0.participantID) && $0.matches(invitation) }) {
+                let participant = Participant(
+                    participantID: newID(), userRecordName: invitation.userRecordName, email: invitation.email,
+                    permission: invitation.permission, status: .pending, kind: .privateUser)
+                named.insert(participant.participantID)
+                state.participants.append(participant)
             }
         }
-        state.participants = kept
+        state.remove { $0.kind == .privateUser && !named.contains($0.participantID) }
         return state
+    }
+
+    /// Marks the participants `predicate` picks as REMOVED (they keep their place in the list).
+    private mutating func remove(where predicate: (Participant) -> Bool) {
+        for index in participants.indices where participants[index].status != .removed && predicate(participants[index]) {
+            participants[index].status = .removed
+        }
+    }
+
+    /// The users that take part now (pending or accepted), by record name.
+    var currentUserRecordNames: Set<String> {
+        Set(participants.filter { $0.status != .removed }.compactMap(\.userRecordName))
     }
 
     /// The state after `user` accepts: an invited participant becomes ACCEPTED (bound to the
@@ -133,10 +150,11 @@ extension ShareState {
         return state
     }
 
-    /// The state after `userRecordName` leaves (or is removed): they are no longer a participant.
+    /// The state after `userRecordName` leaves: REMOVED, as CloudKit shows a participant who
+    /// left; they may be invited again.
     func leaving(_ userRecordName: String) -> ShareState {
         var state = self
-        state.participants.removeAll { $0.userRecordName == userRecordName }
+        state.remove { $0.userRecordName == userRecordName }
         return state
     }
 }

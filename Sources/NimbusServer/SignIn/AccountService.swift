@@ -5,8 +5,11 @@ import NimbusStore
 /// and password reset, for the JSON API and the sign-in page alike.
 ///
 /// Answers never tell whether an address has an account: sign-up and "forgot password"
-/// answer the same either way (the mail says the rest), and a sign-in with an unknown
-/// address fails like one with a wrong password, after as long (a decoy hash is checked).
+/// answer the same either way (the mail says the rest), and every failed sign-in (unknown
+/// address, wrong password, address not verified yet) fails with the same answer, after the
+/// same work (a decoy hash is checked for an unknown address) and counts alike towards the
+/// throttle. Otherwise anyone could sign an address up with a password of their own and
+/// learn from signing in whether it already had an account.
 struct AccountService: Sendable {
     let store: any NimbusStorage
     let hasher: PasswordHasher
@@ -17,7 +20,9 @@ struct AccountService: Sendable {
 
     /// The answer to every failed sign-in, whatever failed.
     static let signInRefusal = CloudKitError(
-        .authenticationFailed, "the email address or the password is wrong; check both, or reset the password")
+        .authenticationFailed,
+        "the email address or the password is wrong, or the address is not verified yet; check both, "
+            + "enter the code mailed to you, or reset the password")
 
     /// The container's sign-in settings, refusing when built-in accounts are off.
     func requirePasswords(container: String) async throws -> ContainerSignInSettings {
@@ -80,14 +85,10 @@ struct AccountService: Sendable {
         let subject = UserLogin.emailSubject(email)
         try await throttle.check(account: subject, address: address)
         let login = try await store.login(issuer: UserLogin.emailIssuer, subject: subject)
-        guard try await hasher.verify(password, hash: login?.passwordHash), let login else {
+        let matches = try await hasher.verify(password, hash: login?.passwordHash)
+        guard matches, let login, login.verifiedAt != nil else {
             await throttle.recordFailure(account: subject, address: address)
             throw Self.signInRefusal
-        }
-        guard login.verifiedAt != nil else {
-            throw CloudKitError(
-                .authenticationFailed, "verify your email address first with the code mailed to it; "
-                    + "signing up again mails a new one")
         }
         _ = try await store.signIntoContainer(userName: login.userName, container: container)
         return try await store.createSession(user: login.userName, container: container, device: device)

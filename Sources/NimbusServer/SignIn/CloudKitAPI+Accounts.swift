@@ -15,7 +15,7 @@ extension CloudKitAPI {
             throw CloudKitError(.internalError, "built-in accounts are not set up on this server")
         }
         let container = call.identity.container
-        let links = SignInLinks(origin: call.origin, container: container, environment: call.identity.environment)
+        let links = SignInLinks(origin: call.mailOrigin, container: container, environment: call.identity.environment)
         let body = call.body
         switch call.operation {
         case .accountsSignUp:

@@ -16,8 +16,8 @@ import NimbusStore
 /// - `GET|POST /signin/{container}/{environment}/verify?email=…&code=…&redirect=URL`
 struct SignInPage: Sendable {
     let accounts: AccountService
-    /// The configured public base URL, if any (see ``PushSettings/publicBaseURL``).
-    let publicBaseURL: String?
+    /// The origins of mailed links and whether the page is served over HTTPS.
+    let origins: OriginPolicy
 
     static let csrfCookie = "nimbus_csrf"
     static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
@@ -68,9 +68,10 @@ struct SignInPage: Sendable {
         } catch {
             return Self.page(status: .notFound, title: "Sign-in unavailable", body: "<p>\(FormText.html(Self.reason(error)))</p>")
         }
-        let links = SignInLinks(
-            origin: RequestOrigin.of(request, configured: publicBaseURL), container: container, environment: environment)
-        let secure = links.origin.hasPrefix("https://")
+        // The page links relative to itself; mailed links start at the mail origin.
+        let links = SignInLinks(origin: "", container: container, environment: environment)
+        let mailLinks = SignInLinks(origin: origins.mailOrigin(request), container: container, environment: environment)
+        let secure = origins.isSecure(RequestArrival(request))
         if case .failure(let refusal) = RedirectTarget.resolve(form.redirect, allowed: settings.redirectOrigins) {
             return Self.page(status: .badRequest, title: "Cannot return to the app", body: "<p>\(FormText.html(refusal.message))</p>")
         }
@@ -98,7 +99,7 @@ struct SignInPage: Sendable {
             switch kind {
             case "/signup":
                 try await accounts.signUp(
-                    email: form.email ?? "", password: form.password ?? "", container: container, links: links)
+                    email: form.email ?? "", password: form.password ?? "", container: container, links: mailLinks)
                 form.password = nil
                 return Self.formPage(
                     "/verify", form: form, links: links,

@@ -36,7 +36,7 @@ public struct ChangeTokens: Sendable {
 
     let secret: [UInt8]
     /// Names the secret in tokens: 4 bytes of a hash of it, as hex.
-    private let keyID: String
+    let keyID: String
 
     /// Tokens signed with `secret` (``secretByteCount`` random bytes, kept by the engine).
     public init(secret: [UInt8]) {
@@ -205,7 +205,17 @@ public struct ChangeTokens: Sendable {
             else { throw notOurs }
             numbers.append(number)
         }
-        guard parts[kind.count + 2] == identity.tag else {
+        try checkSeal(bytes, key: parts[1], tag: parts[kind.count + 2], for: identity, zoneID: zoneID)
+        return numbers
+    }
+
+    /// Checks that a token's bytes were signed by this server for `identity`: its identity
+    /// tag (another feed's: BAD_REQUEST), its key ID (a replaced secret: CHANGE_TOKEN_EXPIRED)
+    /// and its HMAC (altered: BAD_REQUEST), in that order.
+    func checkSeal(_ bytes: [UInt8], key: Substring, tag: Substring, for identity: Identity, zoneID: ZoneID?)
+        throws(CloudKitError)
+    {
+        guard tag == identity.tag else {
             throw .badRequest(
                 zoneID == nil
                     ? "the sync token belongs to another database or user; pass the token this database returned, "
@@ -213,7 +223,7 @@ public struct ChangeTokens: Sendable {
                     : "the sync token belongs to another zone or database; pass the token this zone returned, "
                         + "or fetch without one")
         }
-        guard parts[1] == keyID else {
+        guard key == keyID else {
             throw CloudKitError(
                 .changeTokenExpired,
                 "this sync token was signed with a server secret this server no longer has (it was replaced, as after "
@@ -226,7 +236,6 @@ public struct ChangeTokens: Sendable {
                 "the sync token was altered (its signature does not match); pass a token exactly as a response "
                     + "returned it, or fetch without one")
         }
-        return numbers
     }
 
     /// Whether the bytes are a token of the unsigned format (`r1:…`, `d1:…`, `m1:…`, `n1:…`).

@@ -96,15 +96,20 @@ struct FormBrowser {
         try await send(url, method: .GET, form: nil, cookie: nil)
     }
 
-    func post(_ url: String, form: [(String, String)], cookie: String?) async throws -> Page {
+    func post(_ url: String, form: [(String, String)], cookie: String?, headers: [(String, String)] = []) async throws
+        -> Page
+    {
         let body = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
             .joined(separator: "&")
-        return try await send(url, method: .POST, form: body, cookie: cookie)
+        return try await send(url, method: .POST, form: body, cookie: cookie, headers: headers)
     }
 
-    private func send(_ url: String, method: HTTPMethod, form: String?, cookie: String?) async throws -> Page {
+    private func send(_ url: String, method: HTTPMethod, form: String?, cookie: String?, headers: [(String, String)] = [])
+        async throws -> Page
+    {
         var request = HTTPClientRequest(url: url)
         request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let cookie { request.headers.add(name: "Cookie", value: "nimbus_csrf=\(cookie)") }
         if let form {
             request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
