@@ -12,6 +12,8 @@ let package = Package(
     products: [
         // The server and its operator's command line (Linux and macOS).
         .executable(name: "nimbus", targets: ["NimbusCLI"]),
+        // The Reading List demo: `swift run nimbus-demo`.
+        .executable(name: "nimbus-demo", targets: ["NimbusDemo"]),
         // The benchmarks: `swift run -c release nimbus-bench …` (push bench on Linux only).
         .executable(name: "nimbus-bench", targets: ["NimbusBench"]),
         .library(name: "NimbusProtocol", targets: ["NimbusProtocol"]),
@@ -192,7 +194,7 @@ let package = Package(
                 // The push feed's lock-protected state.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            path: "Examples/ReadingList",
+            path: "Examples/ReadingList/Library",
             swiftSettings: swiftSettings
         ),
         // `reading-list`: the example's command line, one device per directory.
@@ -202,14 +204,14 @@ let package = Package(
                 "ReadingList",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Examples/reading-list",
+            path: "Examples/ReadingList/CLI",
             swiftSettings: swiftSettings
         ),
         // The shared photo album example: two users share albums (the sharing sample the seeds asked for).
         .target(
             name: "SharedAlbum",
             dependencies: ["Nimbus", "NimbusProtocol", "NimbusSync"],
-            path: "Examples/SharedAlbum",
+            path: "Examples/SharedAlbum/Library",
             swiftSettings: swiftSettings
         ),
         // `shared-album`: the album's command line, one device per directory.
@@ -219,7 +221,7 @@ let package = Package(
                 "SharedAlbum", "Nimbus", "NimbusSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Examples/shared-album",
+            path: "Examples/SharedAlbum/CLI",
             swiftSettings: swiftSettings
         ),
         // An embedded server and Reading List devices: what `nimbus demo` and `nimbus-bench sync` run on.
@@ -231,10 +233,11 @@ let package = Package(
                 "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Examples/ReadingListSandbox",
+            path: "Examples/ReadingList/Sandbox",
             swiftSettings: swiftSettings
         ),
-        // The `nimbus` command: serve, provisioning, schema, demo. Nothing Linux-only.
+        // The `nimbus` command: the server and its operator's tools (serve, provisioning,
+        // schema, traces). Nothing Linux-only; no client SDK, sync engine or example.
         .executableTarget(
             name: "NimbusCLI",
             dependencies: [
@@ -242,16 +245,28 @@ let package = Package(
                 "NimbusStore",
                 "NimbusServer",
                 "NimbusDashboard",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // `nimbus-demo`: the Reading List scenario live, two devices of one user through an
+        // embedded server, each step timed.
+        .executableTarget(
+            name: "NimbusDemo",
+            dependencies: [
+                "NimbusProtocol",
+                "NimbusServer",
                 "Nimbus",
                 "NimbusSync",
                 "ReadingList",
                 "ReadingListSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                // `nimbus demo`'s feeds, shared between its devices' tasks.
+                // The demo's feeds, shared between its devices' tasks.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
+            path: "Examples/ReadingList/Demo",
             swiftSettings: swiftSettings
         ),
         // `nimbus-bench push`'s raw sockets: epoll and the kernel's receive timestamps (Linux only).

@@ -11,7 +11,7 @@ struct NimbusCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, ContainerCommand.self, UserCommand.self, TokenCommand.self, SessionCommand.self,
             KeyCommand.self, OperatorCommand.self, TraceCommand.self,
-            CompactCommand.self, SchemaCommand.self, DemoCommand.self,
+            CompactCommand.self, SchemaCommand.self,
         ])
 }
 

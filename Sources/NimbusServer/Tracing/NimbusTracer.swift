@@ -17,7 +17,7 @@ import W3CTraceContext
 /// ```
 ///
 /// One tracer per server (not the process-wide `InstrumentationSystem`), so several servers in
-/// one process — tests, `nimbus demo` — each record their own.
+/// one process — tests, `nimbus-demo` — each record their own.
 struct NimbusTracer: Tracer {
     let journal: TraceJournal
     let settings: TraceSettings

@@ -5,7 +5,7 @@ import NimbusStore
 import ReadingList
 
 /// An embedded server on a fresh temporary data directory, one provisioned user, and
-/// simulated devices of that user (each with its own local store): what `nimbus demo` and
+/// simulated devices of that user (each with its own local store): what `nimbus-demo` and
 /// `nimbus-bench sync` run on. Everything goes over real HTTP and WebSocket on 127.0.0.1.
 public struct Sandbox: Sendable {
     /// The temporary directory: the server's data and each device's local store.
