@@ -79,7 +79,8 @@ public final class RunningServer: Sendable {
                 queueLimit: configuration.tracing.otlpQueueLimit, metrics: metrics, logger: logger)
         }
         let journal = TraceJournal(
-            store: store, settings: configuration.tracing, metrics: metrics, exporter: exporter, logger: logger)
+            store: store, settings: configuration.tracing, metrics: metrics, exporter: exporter, logger: logger,
+            clock: configuration.clock)
         let tracer = NimbusTracer(
             journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) },
             ids: TraceIDGenerator(seed: UInt64.random(in: .min ... .max)))

@@ -23,7 +23,9 @@ extension PostgresTests {
                 let writers = 8
                 let commitsPerWriter = 40
                 let writersDone = Flag()
-                let reader = Task { try await follow(nodes, writersDone: writersDone) }
+                // Every commit wakes the reader once it has caught up (no polling interval).
+                let (commits, committed) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                let reader = Task { try await follow(nodes, writersDone: writersDone, commits: commits) }
                 let acknowledged = try await withThrowingTaskGroup(of: [String: Int64].self) { group in
                     for writer in 0..<writers {
                         let node = nodes[writer % nodes.count]
@@ -39,6 +41,7 @@ extension PostgresTests {
                                     operations, zone: "Hammer", atomic: false, policy: Requests.policy(), caller: caller,
                                     in: database)
                                 for case .saved(let record) in outcome.results { written[record.recordName] = record.version }
+                                committed.yield()
                             }
                             return written
                         }
@@ -46,6 +49,7 @@ extension PostgresTests {
                     return try await group.reduce(into: [:]) { $0.merge($1) { first, _ in first } }
                 }
                 await writersDone.set()
+                committed.finish()
                 let followed = try await reader.value
                 #expect(acknowledged.count == (0..<commitsPerWriter).map { 1 + $0 % 3 }.reduce(0, +) * writers)
                 #expect(followed == acknowledged)
@@ -57,7 +61,10 @@ extension PostgresTests {
         /// Follows the zone's feed with tokens (alternating nodes, pages of 7) and returns every
         /// record seen; fails the test on a duplicate or a version going backwards. Returns once
         /// a page that started after the writers finished has nothing more.
-        func follow(_ nodes: [PostgresStore], writersDone: Flag) async throws -> [String: Int64] {
+        func follow(_ nodes: [PostgresStore], writersDone: Flag, commits: AsyncStream<Void>? = nil) async throws
+            -> [String: Int64]
+        {
+            var wakeUps = commits?.makeAsyncIterator()
             var token: String?
             var seen: [String: Int64] = [:]
             var lastVersion: Int64 = 0
@@ -76,7 +83,8 @@ extension PostgresTests {
                 token = page.syncToken
                 if !page.moreComing {
                     if finalPass { return seen }
-                    try await Task.sleep(for: .milliseconds(2))
+                    // Caught up: wait for the next commit (or the writers' end, which finishes the stream).
+                    _ = await wakeUps?.next()
                 }
             }
         }

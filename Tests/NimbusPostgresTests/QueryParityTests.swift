@@ -23,7 +23,10 @@ extension PostgresTests {
                 let version = try await stores[0].updateSchema(schema, container: "iCloud.test", environment: .development, expectedVersion: 0)
                 schema.recordTypes["Item"]!.fields["n"]!.indexes = [.queryable]
                 let indexed = schema
+                // The index is created while the writers run: after their first batch commits.
+                let (batches, committed) = AsyncStream<Void>.makeStream()
                 let writers = Task {
+                    defer { committed.finish() }
                     for batch in 0..<20 {
                         let operations = (0..<10).map { index in
                             Requests.operation(.create, Record(recordName: "r\(batch)-\(index)", recordType: "Item", fields: ["n": .int64(Int64(batch))]))
@@ -31,9 +34,11 @@ extension PostgresTests {
                         _ = try await stores[batch % 2].modifyRecords(
                             operations, zone: "_defaultZone", atomic: false, policy: Requests.policy(),
                             caller: Caller(userRecordName: "_racer"), in: database)
+                        committed.yield()
                     }
                 }
-                try await Task.sleep(for: .milliseconds(20))
+                var afterFirst = batches.makeAsyncIterator()
+                _ = await afterFirst.next()
                 _ = try await stores[1].updateSchema(indexed, container: "iCloud.test", environment: .development, expectedVersion: version)
                 try await writers.value
                 let plan = try QueryPlan(RecordQuery(recordType: "Item", filters: [QueryFilter(field: "n", .greaterThanOrEquals, 0)]), schema: indexed.recordTypes["Item"]!)

@@ -1,5 +1,7 @@
 import Foundation
 import NimbusProtocol
+import NimbusServer
+import NimbusStore
 import Testing
 
 /// `records/query` through HTTP against a real server: comparators, system fields, sorts,
@@ -105,14 +107,17 @@ struct QueryTests {
     }
 
     @Test(arguments: Engine.available) func systemFieldsFilterAndSort(engine: Engine) async throws {
-        try await TestServer.with(engine) { server in
+        // The server's clock stands still until the test moves it: p2's save comes later by
+        // exactly 5 ms, whatever the machine's load.
+        let clock = ManualWallClock(millis: 1_795_240_000_000)
+        try await TestServer.with(engine, configure: { $0.clock = clock.wallClock }) { server in
             let alice = try await server.user("alice")
             let bob = try await server.user("bob")
             try await Self.seedPlaces(alice)
             // p2 is modified last.
             let lookup = try await alice.post("records/lookup", ["zoneID": ["zoneName": "Z"], "records": [["recordName": "p2"]]])
             let tag = try #require(lookup.records.first?["recordChangeTag"])
-            try await Task.sleep(for: .milliseconds(5))
+            clock.advance(by: .milliseconds(5))
             _ = try await alice.modify(
                 "Z", [["operationType": "update", "record": ["recordName": "p2", "recordType": "Place", "recordChangeTag": tag, "fields": ["rank": ["value": 20]]]]])
 

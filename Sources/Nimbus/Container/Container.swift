@@ -65,6 +65,11 @@ public struct Container: Sendable {
     /// file on a slow link). Cancel the calling task to stop one sooner.
     public var assetTimeout: Duration = .seconds(3600)
 
+    /// The time now: the date a server-to-server request signs
+    /// (`X-Apple-CloudKit-Request-ISO8601Date`). The system clock by default; tests set a
+    /// fixed one so signatures repeat.
+    public var now: @Sendable () -> Date = { Date() }
+
     /// The container's public database, shared by all its users.
     public var publicCloudDatabase: Database { Database(container: self, scope: .public) }
     /// The signed-in user's private database.

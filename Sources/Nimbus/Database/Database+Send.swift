@@ -67,7 +67,7 @@ extension Database {
             InstrumentationSystem.instrument.inject(context, into: &headers, using: HeaderInjector())
         }
         let signature = try container.credentials.signatureHeaders(
-            body: bodyData ?? Data(), subpath: components.percentEncodedPath, date: Date())
+            body: bodyData ?? Data(), subpath: components.percentEncodedPath, date: container.now())
         headers.merge(signature) { _, new in new }
         return TransportRequest(method: method, url: url, headers: headers, body: bodyData, timeout: container.requestTimeout)
     }

@@ -47,7 +47,7 @@ struct PushChannel: Sendable {
             let (recipient, deviceID, sessionID) = try await authenticatedDevice(uri: uri, header: header)
             let connection = PushConnection(
                 recipient: recipient, deviceID: deviceID, channel: channel, bufferLimit: settings.bufferLimit,
-                sessionID: sessionID)
+                sessionID: sessionID, now: settings.now)
             guard await hub.register(connection) else {
                 // The server is stopping: a retryable refusal (1001), the client comes back later.
                 return .refused(.goingAway, reason: "TRY_AGAIN_LATER: the server is stopping; connect again")

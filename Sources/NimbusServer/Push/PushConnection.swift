@@ -76,7 +76,14 @@ final class PushConnection: Sendable {
     /// The session the device authenticated with: revoking it closes the connection.
     let sessionID: String?
 
-    init(recipient: NotificationRecipient, deviceID: String, channel: any Channel, bufferLimit: Int, sessionID: String? = nil) {
+    /// Monotonic time, for the first heartbeat's start (``PushSettings/now``).
+    private let now: @Sendable () -> ContinuousClock.Instant
+
+    init(
+        recipient: NotificationRecipient, deviceID: String, channel: any Channel, bufferLimit: Int,
+        sessionID: String? = nil, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+    ) {
+        self.now = now
         self.recipient = recipient
         self.deviceID = deviceID
         self.sessionID = sessionID
@@ -145,7 +152,7 @@ final class PushConnection: Sendable {
         state.withLockedValue { state in
             guard case .opening(let frames) = state.phase else { return }
             state.phase = .open
-            state.lastPing = .now
+            state.lastPing = now()
             state.inFlight += frames.count
             for frame in frames { write(frame) }
         }

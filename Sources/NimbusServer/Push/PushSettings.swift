@@ -16,6 +16,9 @@ public struct PushSettings: Sendable {
     /// How often stalled connections are looked for (and heartbeats sent: at least twice per
     /// heartbeat interval).
     public var sweepInterval: Duration
+    /// Monotonic time, for heartbeats and stalled sockets: `ContinuousClock.now` by default;
+    /// tests inject their own.
+    public var now: @Sendable () -> ContinuousClock.Instant = { .now }
 
     public init(
         heartbeatInterval: Duration = .seconds(30), writeTimeout: Duration = .seconds(10), bufferLimit: Int = 1024,

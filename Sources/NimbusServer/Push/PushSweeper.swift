@@ -14,7 +14,7 @@ struct PushSweeper: Service {
                 let tick = min(settings.sweepInterval, settings.heartbeatInterval / 2)
                 while !Task.isCancelled {
                     try await Task.sleep(for: tick)
-                    let now = ContinuousClock.now
+                    let now = settings.now()
                     for connection in await hub.allConnections() {
                         connection.checkStalled(now: now, timeout: settings.writeTimeout)
                         connection.heartbeat(now: now, interval: settings.heartbeatInterval)

@@ -15,9 +15,12 @@ public final class LogTail: Sendable {
     /// How many lines are kept.
     public let capacity: Int
     private let lines: NIOLockedValueBox<[String]>
+    /// The time a line is stamped with: the system clock by default, a fixed one in tests.
+    let now: @Sendable () -> Date
 
     /// A tail that keeps the last `capacity` lines (and, between trims, up to twice as many).
-    public init(capacity: Int = 200) {
+    public init(capacity: Int = 200, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.now = now
         self.capacity = max(capacity, 1)
         self.lines = NIOLockedValueBox([])
     }
@@ -54,7 +57,7 @@ public final class LogTail: Sendable {
             tail.append(
                 String(
                     ServerLogHandler.render(
-                        format: .text, time: Date(), level: event.level, label: label, message: "\(event.message)",
+                        format: .text, time: tail.now(), level: event.level, label: label, message: "\(event.message)",
                         metadata: all
                     ).dropLast()))
         }

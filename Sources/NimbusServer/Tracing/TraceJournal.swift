@@ -83,6 +83,8 @@ public final class TraceJournal: Service, Sendable {
     let exporter: OTLPExporter?
     private let logger: Logger
     private let buffer = NIOLockedValueBox(Buffer())
+    /// The time spans are pruned by (``TraceSettings/retention``).
+    private let clock: WallClock
     /// Signalled when a span arrives in an empty buffer: ``run()`` sleeps until then, so an
     /// idle server does not wake every flush interval.
     private let arrivals: AsyncStream<Void>
@@ -90,8 +92,9 @@ public final class TraceJournal: Service, Sendable {
 
     init(
         store: any TraceStore, settings: TraceSettings, metrics: ServerMetrics? = nil, exporter: OTLPExporter? = nil,
-        logger: Logger
+        logger: Logger, clock: WallClock = .system
     ) {
+        self.clock = clock
         self.store = store
         self.settings = settings
         self.metrics = metrics
@@ -214,7 +217,7 @@ public final class TraceJournal: Service, Sendable {
                 group.addTask {
                     while !Task.isCancelled {
                         try await Task.sleep(for: .seconds(600))
-                        await self.prune(now: Int64(Date().timeIntervalSince1970 * 1_000_000))
+                        await self.prune(now: self.clock.nowMillis() * 1000)
                     }
                 }
                 try await group.next()

@@ -124,7 +124,7 @@ extension SyncEngine {
     }
 
     private func apply(_ page: RecordZoneChanges, zone: String) async throws {
-        let started = Date()
+        let started = clock.now()
         let rules = configuration
         let (saved, deleted, conflicts) = try await store.transaction { transaction in
             var saved: [LocalRecord] = []
@@ -154,7 +154,8 @@ extension SyncEngine {
         if !saved.isEmpty || !deleted.isEmpty { emit(.fetched(zone: zone, saved: saved, deleted: deleted)) }
         if configuration.tracesChanges, let trace = RequestTrace.current, !page.modifications.isEmpty || !page.deletions.isEmpty {
             let report = ApplyTraceReport.make(
-                page, zone: zone, saved: saved, deleted: deleted, conflicts: conflicts, trace: trace, started: started)
+                page, zone: zone, saved: saved, deleted: deleted, conflicts: conflicts, trace: trace, started: started,
+                ended: clock.now())
             // Off the fetch's path: a report that fails costs the trace a hop, never the sync.
             let service = self.service
             Task { try? await service.reportTraceSpans([report]) }

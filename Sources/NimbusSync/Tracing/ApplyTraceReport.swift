@@ -7,7 +7,7 @@ import Nimbus
 enum ApplyTraceReport {
     static func make(
         _ page: RecordZoneChanges, zone: String, saved: [LocalRecord], deleted: [String], conflicts: [ConflictRecord],
-        trace: RequestTrace, started: Date
+        trace: RequestTrace, started: Date, ended: Date
     ) -> TraceSpanReport {
         let visible = Set(saved.map(\.recordName)).union(deleted)
         var outcomes: [String: Int] = [:]
@@ -31,7 +31,7 @@ enum ApplyTraceReport {
         let summary = outcomes.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         let message = ([summary] + notes.prefix(5)).joined(separator: "; ")
         return TraceSpanReport(
-            trace: trace.child(), parentSpanID: trace.spanID, name: "sync.apply", start: started, end: Date(),
+            trace: trace.child(), parentSpanID: trace.spanID, name: "sync.apply", start: started, end: ended,
             message: String(message.prefix(900)), attributes: attributes, recordNames: Array(names.prefix(400)))
     }
 
