@@ -89,14 +89,13 @@ extension CloudKitAPI {
         caller.traceParent = trace?.commitTraceParent
         let outcome: ModifyOutcome
         do {
-            outcome = try await store.modifyRecords(
+            outcome = try await commits.modifyRecords(
                 operations, zone: zoneID.zoneName, atomic: atomic, policy: policy, caller: caller, in: call.database)
         } catch {
             trace?.failed(error)
             throw error
         }
         trace?.committed(outcome)
-        if let commit = outcome.commit, !commit.notifications.isEmpty { await delivery.deliver(commit.notifications) }
         await endParticipations(pending, results: outcome.results, call.identity)
         if let metrics, outcome.commit != nil { Self.countCommit(outcome.results, in: metrics) }
 

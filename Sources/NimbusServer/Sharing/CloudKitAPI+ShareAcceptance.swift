@@ -45,11 +45,10 @@ extension CloudKitAPI {
             if changed == found.state { return found }
             var record = found.record.record(zoneID: ZoneID(zoneName: found.location.zone, ownerRecordName: found.location.owner))
             record.fields = [SystemFields.shareState: .string(changed.storedText)]
-            let outcome = try await store.modifyRecords(
+            let outcome = try await commits.modifyRecords(
                 [RecordOperation(type: .update, record: record)], zone: found.location.zone, atomic: false,
                 policy: WritePolicy(creatorOnlyWrites: false, now: now()), caller: caller ?? ShareIndex.writer,
                 in: found.database)
-            if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
             switch outcome.results.first {
             case .saved(let stored)?:
                 found.record = stored

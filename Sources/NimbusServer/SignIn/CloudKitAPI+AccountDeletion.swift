@@ -46,10 +46,9 @@ extension CloudKitAPI {
                 let operations = records.map {
                     RecordOperation(type: .forceDelete, record: Record(recordName: $0.recordName, recordType: $0.recordType))
                 }
-                let outcome = try await store.modifyRecords(
+                let outcome = try await commits.modifyRecords(
                     operations, zone: zone, atomic: false, policy: WritePolicy(creatorOnlyWrites: false, now: now),
                     caller: caller, in: database)
-                if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
                 progress += outcome.results.filter { if case .deleted = $0 { true } else { false } }.count
             }
             deleted += progress

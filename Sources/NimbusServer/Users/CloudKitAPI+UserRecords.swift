@@ -34,11 +34,10 @@ extension CloudKitAPI {
     func ensureUserRecord(of user: UserIdentity, _ call: APICall) async throws -> StoredRecord? {
         let creation = RecordOperation(
             type: .create, record: Record(recordName: user.recordName, recordType: Self.userRecordType))
-        let outcome = try await store.modifyRecords(
+        let outcome = try await commits.modifyRecords(
             [creation], zone: ZoneID.defaultZoneName, atomic: false,
             policy: WritePolicy(creatorOnlyWrites: false, now: now()),
             caller: Caller(userRecordName: user.recordName), in: call.database)
-        if let commit = outcome.commit { await delivery.deliver(commit.notifications) }
         if case .saved(let stored)? = outcome.results.first { return stored }
         // It existed already (EXISTS), perhaps created by a concurrent request.
         return try await store.lookupRecords([user.recordName], zone: ZoneID.defaultZoneName, in: call.database)

@@ -76,8 +76,7 @@ extension CloudKitAPI {
                     "'\(reader.path).operationType': unknown zone operation '\(typeName)'; expected create or delete")
             }
         }
-        let outcome = try await store.modifyZones(operations, caller: call.identity.caller, in: call.database)
-        await delivery.deliver(outcome.notifications)
+        let outcome = try await commits.modifyZones(operations, caller: call.identity.caller, in: call.database)
         let zones: [JSON] = try outcome.results.map { result in
             switch result {
             case .saved(let zone): return try zoneJSON(zone, call)
