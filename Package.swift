@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "NimbusServer", targets: ["NimbusServer"]),
         .library(name: "Nimbus", targets: ["Nimbus"]),
         .library(name: "NimbusSync", targets: ["NimbusSync"]),
+        // End-to-end encryption's primitives, composed from swift-crypto (docs/ENCRYPTION.md).
+        .library(name: "NimbusCrypto", targets: ["NimbusCrypto"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -52,6 +54,17 @@ let package = Package(
     targets: [
         // Value model and CloudKit Web Services JSON codec. Foundation only.
         .target(name: "NimbusProtocol", swiftSettings: swiftSettings),
+        // End-to-end encryption on the device: zone keys, sealed fields and files, keys
+        // wrapped to devices, recovery keys and enrolment by code. swift-crypto only.
+        .target(
+            name: "NimbusCrypto",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                // scrypt, which stretches an enrolment code.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Storage protocol and the embedded SQLite engine.
         .target(
             name: "NimbusStore",
@@ -333,6 +346,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NimbusCryptoTests",
+            dependencies: ["NimbusCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -53,6 +53,9 @@ NEWER_API = [
     (r"\bepoll_|\bSO_TIMESTAMPNS\b", "epoll and kernel receive timestamps exist on Linux only"),
 ]
 
+# End-to-end encryption runs on the device too.
+APPLE_TARGETS.add("NimbusCrypto")
+
 IMPORT = re.compile(r"^\s*(?:@[\w]+(?:\([^)]*\))?\s+)*(?:public\s+|package\s+|internal\s+|private\s+|fileprivate\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)")
 
 

@@ -1,0 +1,117 @@
+import Crypto
+import Foundation
+
+/// Encrypts an asset's bytes in chunks, each file with its own random key (docs/ENCRYPTION.md,
+/// "Asset format"), so that ranged downloads and resumed uploads work on ciphertext: chunk
+/// `i` of the plaintext is bytes `header + i × (chunkSize + 16)` onward of the ciphertext.
+///
+/// Header: `version (1) ‖ chunk size (4, big-endian) ‖ nonce prefix (4)`; then each chunk is
+/// AES-256-GCM with nonce `prefix ‖ index (8)` and associated data `index ‖ final flag`, so a
+/// chunk moved, dropped or cut off at the end does not authenticate. The file key travels
+/// wrapped by the zone key in the asset dictionary's `wrappingKey` (``wrap(fileKey:with:for:)``).
+///
+/// ```swift
+/// let fileKey = SymmetricKey(size: .bits256)
+/// let ciphertext = try AssetSealing.seal(photoBytes, with: fileKey)
+/// let photo = try AssetSealing.open(ciphertext, with: fileKey)
+/// ```
+public enum AssetSealing {
+    static let version: UInt8 = 1
+    public static let defaultChunkSize = 64 << 10
+    static let headerByteCount = 9
+    static let tagByteCount = 16
+
+    /// The ciphertext of `plaintext` under `fileKey`.
+    public static func seal(_ plaintext: [UInt8], with fileKey: SymmetricKey, chunkSize: Int = defaultChunkSize) throws
+        -> [UInt8]
+    {
+        precondition(chunkSize > 0 && chunkSize <= 1 << 24, "chunk size out of range")
+        let prefix = (0..<4).map { _ in UInt8.random(in: 0...255) }
+        var output: [UInt8] = [version] + bigEndian(UInt32(chunkSize)) + prefix
+        let count = max(1, (plaintext.count + chunkSize - 1) / chunkSize)
+        output.reserveCapacity(headerByteCount + plaintext.count + count * tagByteCount)
+        for index in 0..<count {
+            let start = index * chunkSize
+            let chunk = plaintext[start..<min(start + chunkSize, plaintext.count)]
+            let box = try AES.GCM.seal(
+                chunk, using: fileKey, nonce: try nonce(prefix, index), authenticating: aad(index, final: index == count - 1))
+            output += box.ciphertext
+            output += box.tag
+        }
+        return output
+    }
+
+    /// The plaintext of a whole ciphertext.
+    /// - Throws: ``EncryptionError``: `.authenticationFailed` for an altered, re-ordered or
+    ///   truncated file, or another key.
+    public static func open(_ ciphertext: [UInt8], with fileKey: SymmetricKey) throws(EncryptionError) -> [UInt8] {
+        let (chunkSize, prefix) = try header(ciphertext)
+        let sealedChunk = chunkSize + tagByteCount
+        let body = ciphertext.count - headerByteCount
+        guard body >= tagByteCount else { throw .tampered("the encrypted file") }
+        let count = (body + sealedChunk - 1) / sealedChunk
+        var output: [UInt8] = []
+        output.reserveCapacity(body - count * tagByteCount)
+        for index in 0..<count {
+            let start = headerByteCount + index * sealedChunk
+            output += try openChunk(
+                Array(ciphertext[start..<min(start + sealedChunk, ciphertext.count)]), index: index, final: index == count - 1,
+                prefix: prefix, key: fileKey)
+        }
+        return output
+    }
+
+    /// One chunk of a ciphertext (as a ranged download reads it): `sealed` is the chunk's
+    /// bytes with its tag; `final` says whether it is the file's last chunk.
+    public static func openChunk(_ sealed: [UInt8], index: Int, final: Bool, prefix: [UInt8], key: SymmetricKey)
+        throws(EncryptionError) -> [UInt8]
+    {
+        guard sealed.count >= tagByteCount else { throw .tampered("chunk \(index) of the encrypted file") }
+        do {
+            let box = try AES.GCM.SealedBox(
+                nonce: try nonce(prefix, index), ciphertext: sealed.dropLast(tagByteCount), tag: sealed.suffix(tagByteCount))
+            return Array(try AES.GCM.open(box, using: key, authenticating: aad(index, final: final)))
+        } catch {
+            throw .tampered("chunk \(index) of the encrypted file")
+        }
+    }
+
+    /// The chunk size and nonce prefix of a ciphertext's header.
+    public static func header(_ ciphertext: [UInt8]) throws(EncryptionError) -> (chunkSize: Int, prefix: [UInt8]) {
+        guard ciphertext.count >= headerByteCount else {
+            throw EncryptionError(.malformed, "an encrypted file starts with a \(headerByteCount)-byte header")
+        }
+        guard ciphertext[0] == version else {
+            throw EncryptionError(.unsupportedVersion, "encrypted file version \(ciphertext[0]); this build reads \(version)")
+        }
+        let size = ciphertext[1...4].reduce(0) { $0 << 8 | Int($1) }
+        guard size > 0, size <= 1 << 24 else { throw EncryptionError(.malformed, "chunk size \(size) out of range") }
+        return (size, Array(ciphertext[5...8]))
+    }
+
+    /// `fileKey` sealed with the zone key for one asset field: the asset dictionary's `wrappingKey`.
+    public static func wrap(fileKey: SymmetricKey, with zoneKey: ZoneKey, for place: FieldPlace) throws -> [UInt8] {
+        try FieldSealing.seal(fileKey.withUnsafeBytes { Array($0) }, with: zoneKey, for: place)
+    }
+
+    /// The file key of a `wrappingKey`.
+    public static func unwrapFileKey(_ wrapped: [UInt8], keys: [ZoneKey], for place: FieldPlace) throws(EncryptionError)
+        -> SymmetricKey
+    {
+        let bytes = try FieldSealing.open(wrapped, keys: keys, for: place)
+        guard bytes.count == 32 else { throw EncryptionError(.malformed, "a file key has 32 bytes; got \(bytes.count)") }
+        return SymmetricKey(data: bytes)
+    }
+
+    private static func nonce(_ prefix: [UInt8], _ index: Int) throws -> AES.GCM.Nonce {
+        try AES.GCM.Nonce(data: prefix + bigEndian(UInt64(index)))
+    }
+
+    private static func aad(_ index: Int, final: Bool) -> [UInt8] {
+        Array("nimbus.asset.v1".utf8) + bigEndian(UInt64(index)) + [final ? 1 : 0]
+    }
+
+    static func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+        withUnsafeBytes(of: value.bigEndian) { Array($0) }
+    }
+}
