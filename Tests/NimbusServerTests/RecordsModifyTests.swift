@@ -59,6 +59,40 @@ struct RecordsModifyTests {
         }
     }
 
+    /// CloudKit JS's `deleteRecords` sends `{operationType: "delete", record: {recordName}}`:
+    /// no tag deletes by name, as `forceDelete` does; a tag given is still checked.
+    @Test(arguments: Engine.available) func aDeleteWithoutAChangeTagDeletesByNameAndATagGivenMustMatch(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            _ = try await alice.createZone("Z")
+            let created = try await alice.modify("Z", [op("create", "a"), op("create", "b"), op("create", "c")])
+            let tags = created.records.compactMap { $0["recordChangeTag"]?.string }
+            #expect(tags.count == 3)
+            _ = try await alice.modify("Z", [op("forceUpdate", "b", fields: ["n": 2])])
+
+            let deletes: [JSON] = [
+                ["operationType": "delete", "record": ["recordName": "a"]],
+                ["operationType": "delete", "record": ["recordName": "b", "recordChangeTag": .string(tags[1])]],
+                ["operationType": "delete", "record": ["recordName": "c", "recordChangeTag": .string(tags[2])]],
+                ["operationType": "delete", "record": ["recordName": "missing"]],
+            ]
+            let reply = try await alice.post("records/modify", ["zoneID": ["zoneName": "Z"], "operations": .array(deletes)])
+            #expect(reply.status == 200, "\(reply.text)")
+            let items = reply.records
+            #expect(items.count == 4)
+            #expect(items[0]["deleted"] == true && items[0]["recordName"] == "a", "no tag: deleted by name")
+            #expect(items[1]["serverErrorCode"] == "CONFLICT", "a stale tag given still conflicts")
+            #expect(items[1]["serverRecord"]?["fields"]?["n"]?["value"] == 2)
+            #expect(items[2]["deleted"] == true, "a current tag deletes")
+            #expect(items[3]["serverErrorCode"] == "NOT_FOUND")
+
+            let lookup = try await alice.post(
+                "records/lookup", ["zoneID": ["zoneName": "Z"], "records": [["recordName": "a"], ["recordName": "b"]]])
+            #expect(lookup.records.first?["serverErrorCode"] == "NOT_FOUND")
+            #expect(lookup.records.last?["recordName"] == "b" && lookup.records.last?["serverErrorCode"] == nil)
+        }
+    }
+
     @Test(arguments: Engine.available) func updateKeepsUnsentFieldsAndReplaceClearsThem(engine: Engine) async throws {
         try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")

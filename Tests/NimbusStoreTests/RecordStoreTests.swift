@@ -43,8 +43,10 @@ struct RecordStoreTests {
             #expect(F.errorCodes(forced) == [nil])
             #expect(try await store.lookupRecords(["a"], zone: "Z", in: F.alice).first??.fields()["n"] == 5)
 
-            // A locked delete with the stale tag fails as well.
+            // A locked delete with the stale tag fails as well; without a tag, a delete deletes by name.
             #expect(F.errorCodes(try await store.modify([F.operation(.delete, "a", tag: created.changeTag)])) == [.conflict])
+            #expect(F.errorCodes(try await store.modify([F.operation(.delete, "a")])) == [nil])
+            #expect(try await store.lookupRecords(["a"], zone: "Z", in: F.alice).first == .some(nil))
         }
     }
 

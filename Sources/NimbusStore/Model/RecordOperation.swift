@@ -12,13 +12,15 @@ public enum RecordOperationType: String, Sendable, Hashable, CaseIterable {
     case replace
     /// Replace all fields whatever the change tag; creates the record if missing.
     case forceReplace
-    /// Delete; needs a current `recordChangeTag`.
+    /// Delete by record name; a `recordChangeTag` given must be current (a locked delete),
+    /// without one it deletes as ``forceDelete`` does, as CloudKit deletes by record ID.
     case delete
     /// Delete whatever the change tag.
     case forceDelete
 
     public var isDelete: Bool { self == .delete || self == .forceDelete }
-    /// Whether the operation checks `recordChangeTag` (a locked save).
+    /// Whether the operation checks `recordChangeTag` (a locked save); `delete` checks the
+    /// tag only when one is given (``ModifyPlanner``).
     public var isLocked: Bool { self == .update || self == .replace || self == .delete }
 }
 

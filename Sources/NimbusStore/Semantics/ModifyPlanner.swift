@@ -131,7 +131,9 @@ public struct ModifyPlanner: Sendable {
             guard let existing else {
                 throw CloudKitError(.notFound, "record '\(name)' does not exist", recordName: name)
             }
-            if operation.type.isLocked { try checkTag(record, against: existing) }
+            // A `delete` locks on the tag it carries; without one it deletes by record name,
+            // as CloudKit does (README: "Deleting without a change tag").
+            if operation.type.isLocked, record.recordChangeTag?.isEmpty == false { try checkTag(record, against: existing) }
             let tombstone = makeTombstone(of: existing)
             stage(before: existing, after: tombstone)
             plan.deletedNames.append(name)
