@@ -78,6 +78,39 @@ struct SignedRequestTests {
         }
     }
 
+    /// CloudKit JS signs `{date}:{bodyHash}:{path}?{query}`: its requests carry
+    /// `ckjsBuildVersion`, `ckjsVersion` and `clientId`. The query counts exactly as sent.
+    @Test(arguments: Engine.available) func cloudKitJSSignsThePathWithItsQueryString(engine: Engine) async throws {
+        try await Self.withSigner(engine) { server, signer in
+            let path = Self.path("zones/lookup")
+            let query = "ckjsBuildVersion=2604ProjectDev34&ckjsVersion=2.6.4&clientId=0d3c4c1e-6f2a-4d8e-9a51-%2Bweb"
+            let body = JSON.object(["zones": [["zoneName": "_defaultZone"]]]).serializedBytes()
+            let hash = Signer.hash(body)
+            func send(signing signed: String, to target: String) async throws -> TestClient.Reply {
+                try await Self.send(
+                    server, target, method: .POST, body: body, headers: try signer.headers(path: signed, bodyHashField: hash))
+            }
+            let asCloudKitJS = try await send(signing: "\(path)?\(query)", to: "\(path)?\(query)")
+            #expect(asCloudKitJS.status == 200, "\(asCloudKitJS.text)")
+            #expect(asCloudKitJS["zones"]?.array?.count == 1)
+            // The path alone still signs a request with a query (Apple's documented form).
+            #expect(try await send(signing: path, to: "\(path)?\(query)").status == 200)
+            // Nothing looser: the query as sent, not decoded, reordered, cut, nor one the request lacks.
+            let refused = [
+                ("\(path)?\(query.replacingOccurrences(of: "%2B", with: "+"))", "\(path)?\(query)"),
+                ("\(path)?clientId=0d3c4c1e&ckjsVersion=2.6.4", "\(path)?ckjsVersion=2.6.4&clientId=0d3c4c1e"),
+                ("\(path)?ckjsVersion=2.6.4", "\(path)?ckjsVersion=2.6.4&clientId=0d3c4c1e"),
+                ("\(path)?\(query)", path),
+                ("\(path)?", "\(path)?\(query)"),
+            ]
+            for (signed, target) in refused {
+                let reply = try await send(signing: signed, to: target)
+                #expect(reply.status == 401, "signed \(signed), sent \(target): \(reply.text)")
+                #expect(reply.serverErrorCode == "AUTHENTICATION_FAILED")
+            }
+        }
+    }
+
     @Test(arguments: Engine.available) func aSignedUploadIsRefusedOnItsHeadersBeforeItsBody(engine: Engine) async throws {
         try await Self.withSigner(engine) { server, signer in
             let port = server.server.port

@@ -4,7 +4,8 @@ import NimbusProtocol
 import NimbusStore
 
 /// Authenticates CloudKit Web Services requests: API tokens, web auth tokens and
-/// server-to-server keys (ECDSA P-256 signatures over date, body hash and path).
+/// server-to-server keys (ECDSA P-256 signatures over date, body hash and path, or path
+/// and query string as sent: see ``SignatureCheck``).
 struct Authenticator: Sendable {
     let accounts: any AccountStore
     let signatureWindow: Duration
@@ -27,13 +28,14 @@ struct Authenticator: Sendable {
     /// Authenticates a request whose body is at hand (the push channel's upgrade has none).
     /// - Parameters:
     ///   - subpath: the URL path the signature covers (`/database/1/…/records/query`).
+    ///   - query: the request's query string as sent, without its `?` (`nil`: none).
     ///   - body: the body bytes exactly as received.
     func authenticate(
         _ credentials: Credentials, container: String, environment: ContainerEnvironment, scope: DatabaseScope,
-        subpath: String, body: [UInt8]
+        subpath: String, query: String? = nil, body: [UInt8]
     ) async throws -> RequestIdentity {
         try await authenticateHead(
-            credentials, container: container, environment: environment, scope: scope, subpath: subpath
+            credentials, container: container, environment: environment, scope: scope, subpath: subpath, query: query
         ).verified(body: body)
     }
 
@@ -44,14 +46,15 @@ struct Authenticator: Sendable {
     /// ``Pending/verified(body:)``.
     func authenticateHead(
         _ credentials: Credentials, container: String, environment: ContainerEnvironment, scope: DatabaseScope,
-        subpath: String
+        subpath: String, query: String?
     ) async throws -> Pending {
         var identity = RequestIdentity(
             container: container, environment: environment, scope: scope, user: nil, serverKeyID: nil,
             deviceID: try Self.checkedDeviceID(credentials.deviceID))
 
         if let keyID = credentials.keyID {
-            let check = try await signatureCheck(credentials, keyID: keyID, container: container, subpath: subpath)
+            let check = try await signatureCheck(
+                credentials, keyID: keyID, container: container, signedPaths: SignatureCheck.signedPaths(subpath, query: query))
             guard scope == .public else {
                 throw CloudKitError(
                     .accessDenied, "server-to-server keys reach the public database only; use a web auth token for private data")
@@ -127,16 +130,28 @@ struct Authenticator: Sendable {
         }
     }
 
-    /// What a server-to-server signature covers, but for the body: `{date}:{base64(sha256(body))}:{path}`.
+    /// What a server-to-server signature covers, but for the body: `{date}:{base64(sha256(body))}:{path}`,
+    /// where `{path}` is the URL path alone (Apple's documented form) or the path with the
+    /// query string exactly as sent (`{path}?{query}`, as CloudKit JS signs its requests,
+    /// which carry `ckjsBuildVersion`, `ckjsVersion` and `clientId`). Nothing else: not a
+    /// decoded, reordered or partial query.
     struct SignatureCheck: Sendable {
         var dateText: String
-        var subpath: String
+        /// The forms of the request's path a signature may cover (``signedPaths(_:query:)``).
+        var signedPaths: [String]
         var signatureDER: Data
         var publicKeyPEM: String
 
         static let refusal = CloudKitError(
             .authenticationFailed,
-            "the signature does not verify: sign base64(DER(ECDSA-P256-SHA256(\"{date}:{base64(sha256(body))}:{path}\")))")
+            "the signature does not verify: sign base64(DER(ECDSA-P256-SHA256(\"{date}:{base64(sha256(body))}:{path}\"))), "
+                + "{path} being the URL path, or the path and its query string as sent")
+
+        /// The path alone, and the path with its query string as sent when it has one.
+        static func signedPaths(_ path: String, query: String?) -> [String] {
+            guard let query else { return [path] }
+            return [path, path + "?" + query]
+        }
 
         /// Checks the signature over `body`. A request without a body may also be signed with
         /// an empty body-hash field (`{date}::{path}`), as some CloudKit clients sign GETs; the
@@ -146,8 +161,10 @@ struct Authenticator: Sendable {
                 let publicKey = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
             else { throw Self.refusal }
             let bodyHash = Data(SHA256.hash(data: body)).base64EncodedString()
-            if publicKey.isValidSignature(signature, for: Data("\(dateText):\(bodyHash):\(subpath)".utf8)) { return }
-            if body.isEmpty, publicKey.isValidSignature(signature, for: Data("\(dateText)::\(subpath)".utf8)) { return }
+            for path in signedPaths {
+                if publicKey.isValidSignature(signature, for: Data("\(dateText):\(bodyHash):\(path)".utf8)) { return }
+                if body.isEmpty, publicKey.isValidSignature(signature, for: Data("\(dateText)::\(path)".utf8)) { return }
+            }
             throw Self.refusal
         }
     }
@@ -155,7 +172,7 @@ struct Authenticator: Sendable {
     /// Checks a server-to-server request's headers, key and date; the signature's bytes are
     /// checked over the body later.
     private func signatureCheck(
-        _ credentials: Credentials, keyID: String, container: String, subpath: String
+        _ credentials: Credentials, keyID: String, container: String, signedPaths: [String]
     ) async throws -> SignatureCheck {
         guard let dateText = credentials.signatureDate, let signatureText = credentials.signature else {
             throw CloudKitError(
@@ -183,7 +200,8 @@ struct Authenticator: Sendable {
             (try? P256.Signing.ECDSASignature(derRepresentation: signatureDER)) != nil,
             (try? P256.Signing.PublicKey(pemRepresentation: key.publicKeyPEM)) != nil
         else { throw SignatureCheck.refusal }
-        return SignatureCheck(dateText: dateText, subpath: subpath, signatureDER: signatureDER, publicKeyPEM: key.publicKeyPEM)
+        return SignatureCheck(
+            dateText: dateText, signedPaths: signedPaths, signatureDER: signatureDER, publicKeyPEM: key.publicKeyPEM)
     }
 
     /// The device a request names, checked: 1 to 255 bytes without control characters (it is

@@ -139,7 +139,8 @@ struct APIResponder: Sendable {
         let pending: Authenticator.Pending
         do {
             pending = try await authenticator.authenticateHead(
-                credentials, container: container, environment: environment, scope: scope, subpath: path)
+                credentials, container: container, environment: environment, scope: scope, subpath: path,
+                query: request.uri.query)
         } catch var error as CloudKitError {
             error.redirectURL = await signInURL(error, request: request)
             throw error
