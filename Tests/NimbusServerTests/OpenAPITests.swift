@@ -20,6 +20,9 @@ struct OpenAPITests {
     /// The prefix of the operations addressed without a database (``APIOperation/isDatabaseless``).
     static let environmentPrefix = "/database/1/{container}/{environment}/"
 
+    /// The prefix of the push-token operations CloudKit JS sends under `/device/1/` (``APIOperation/isDeviceOperation``).
+    static let devicePrefix = "/device/1/{container}/{environment}/"
+
     /// The OpenAPI paths of a CloudKit operation: with the database segment, and for the
     /// operations of no database also without it (Apple's form; the server takes both).
     static func apiPaths(_ operation: APIOperation) -> [String] {
@@ -27,6 +30,18 @@ struct OpenAPITests {
         if operation.isDatabaseless { paths.append(environmentPrefix + operation.rawValue) }
         return paths
     }
+
+    /// The OpenAPI paths an API route pattern serves for `operation`.
+    static func paths(of route: String, _ operation: APIOperation) -> [String] {
+        switch route {
+        case "/database/**": return apiPaths(operation)
+        case "/device/**": return operation.isDeviceOperation ? [devicePrefix + operation.rawValue] : []
+        default: return []
+        }
+    }
+
+    /// The route patterns that dispatch on ``APIOperation``.
+    static let apiRoutes: Set<String> = ["/database/**", "/device/**"]
 
     /// The error statuses any CloudKit operation can answer, whatever it does: a bad path
     /// segment, body or method (400), credentials (401, 421, 403 for a key on a private
@@ -53,10 +68,10 @@ struct OpenAPITests {
             var missing: [String] = []
             var apiMethods = Set<String>()
             for route in routes {
-                if route.path == "/database/**" {
-                    apiMethods.insert(route.method)
+                if Self.apiRoutes.contains(route.path) {
+                    if route.path == "/database/**" { apiMethods.insert(route.method) }
                     for operation in APIOperation.allCases where operation.methods.contains(route.method) {
-                        for path in Self.apiPaths(operation) where documented[path]?.contains(route.method) != true {
+                        for path in Self.paths(of: route.path, operation) where documented[path]?.contains(route.method) != true {
                             missing.append("\(route.method) \(path)  (APIOperation.\(operation))")
                         }
                     }
@@ -88,11 +103,12 @@ struct OpenAPITests {
             var stale: [String] = []
             for (path, methods) in OpenAPIPaths.parse(text) {
                 for method in methods {
-                    if path.hasPrefix(Self.environmentPrefix) {
+                    if path.hasPrefix(Self.environmentPrefix) || path.hasPrefix(Self.devicePrefix) {
+                        let route = path.hasPrefix(Self.devicePrefix) ? "/device/**" : "/database/**"
                         let served = APIOperation.allCases.contains { operation in
-                            operation.methods.contains(method) && Self.apiPaths(operation).contains(path)
+                            operation.methods.contains(method) && Self.paths(of: route, operation).contains(path)
                         }
-                        if !served || !routes.contains("\(method) /database/**") { stale.append("\(method) \(path)") }
+                        if !served || !routes.contains("\(method) \(route)") { stale.append("\(method) \(path)") }
                     } else if !routes.contains("\(method) \(path)") {
                         stale.append("\(method) \(path)")
                     }
@@ -108,7 +124,7 @@ struct OpenAPITests {
         var gaps: [String] = []
         for (path, methods) in operations {
             let required: Set<String>
-            if path.hasPrefix(Self.environmentPrefix) {
+            if path.hasPrefix(Self.environmentPrefix) || path.hasPrefix(Self.devicePrefix) {
                 required = Self.sharedErrorStatuses
             } else if path.hasPrefix("/push/") {
                 required = Self.pushErrorStatuses

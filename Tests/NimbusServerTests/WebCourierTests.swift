@@ -28,7 +28,8 @@ struct WebCourierTests {
         #expect(courier.hasPrefix(client.baseURL))
         let registered = try await post(
             client, tokensURL(client, "register"), ["apnsEnvironment": "development", "apnsToken": .string(token)])
-        #expect(registered.json == ["apnsEnvironment": "development", "apnsToken": .string(token)])
+        #expect(
+            registered.json == ["apnsEnvironment": "development", "apnsToken": .string(token), "webcourierURL": .string(courier)])
         return (token, courier)
     }
 
@@ -78,15 +79,13 @@ struct WebCourierTests {
         }
     }
 
-    @Test(arguments: Engine.available) func unknownAndUnregisteredTokensAreRefused(engine: Engine) async throws {
+    @Test(arguments: Engine.available) func unknownTokensAndOtherUsersAreRefused(engine: Engine) async throws {
         try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             let created = try await post(alice, tokensURL(alice, "create"), [:])
-            let courier = try #require(created["webcourierURL"]?.string)
-            let unregistered = try await alice.send(courier, method: .GET, body: nil, headers: [])
-            #expect(unregistered.serverErrorCode == "BAD_REQUEST")
             let unknown = try await alice.send("\(alice.baseURL)/webcourier/nope", method: .GET, body: nil, headers: [])
             #expect(unknown.status == 404)
+            #expect(unknown.serverErrorCode == "NOT_FOUND")
 
             let badEnvironment = try await post(alice, tokensURL(alice, "create"), ["apnsEnvironment": "staging"])
             #expect(badEnvironment.serverErrorCode == "BAD_REQUEST")
@@ -125,6 +124,74 @@ struct WebCourierTests {
             _ = try await alice.onDevice("phone").modify("ReadingList", [op("create", "b", "Bookmark")])
             let push = try await alice.send(courier, method: .GET, body: nil, headers: [])
             #expect(push["ck"]?["fet"]?["zid"] == "ReadingList")
+        }
+    }
+
+    /// The `/device/1/…/tokens/create` URL CloudKit JS sends, with its `ckjs…` parameters.
+    func deviceURL(_ client: TestClient, _ operation: String) -> String {
+        "\(client.baseURL)/device/1/\(client.container)/\(client.environment)/tokens/\(operation)"
+            + "?ckjsBuildVersion=2604ProjectDev34&ckjsVersion=2.6.4&clientId=web-1"
+            + "&ckAPIToken=\(client.apiToken!)&ckWebAuthToken=\(client.webAuthToken!)"
+    }
+
+    /// CloudKit JS's `registerForNotifications()`: `tokens/create` under `/device/1/`, then a
+    /// long poll of `webcourierURL` at once, with no `tokens/register` in between.
+    @Test(arguments: Engine.available) func cloudKitJSCreatesUnderDeviceAndPollsStraightAway(engine: Engine) async throws {
+        try await TestServer.with(engine, configure: { $0.push.courierTimeout = .milliseconds(200) }) { server in
+            let alice = try await server.user("alice")
+            _ = try await alice.createZone("ReadingList")
+            _ = try await alice.subscribe(zoneSubscription("reading-list", zone: "ReadingList"))
+            let created = try await post(alice, deviceURL(alice, "create"), ["apnsEnvironment": "production"])
+            #expect(created.status == 200, "\(created.text)")
+            #expect(created["apnsEnvironment"] == "production")
+            let token = try #require(created["apnsToken"]?.string)
+            let courier = try #require(created["webcourierURL"]?.string)
+            #expect(courier == "\(alice.baseURL)/webcourier/\(token)")
+
+            // The first poll registers the token (then times out empty: nothing happened yet);
+            // a change committed after it waits for the next poll, which answers at once.
+            let first = try await alice.send(courier, method: .GET, body: nil, headers: [])
+            #expect(first.status == 200, "\(first.text)")
+            #expect(first.text.isEmpty, "nothing happened before the poll: \(first.text)")
+            _ = try await alice.onDevice("phone").modify("ReadingList", [op("create", "a", "Bookmark")])
+            let push = try await alice.send(courier, method: .GET, body: nil, headers: [])
+            #expect(push.status == 200, "\(push.text)")
+            #expect(push["ck"]?["fet"]?["zid"] == "ReadingList")
+
+            // tokens/register under /device/1/ answers the courier URL as well.
+            let registered = try await post(
+                alice, deviceURL(alice, "register"), ["apnsEnvironment": "production", "apnsToken": .string(token)])
+            #expect(registered["webcourierURL"]?.string == courier, "\(registered.text)")
+
+            // /device/1/ serves the push-token operations only, in their database-less form.
+            for path in ["records/query", "public/tokens/create", "users/current"] {
+                let url = "\(alice.baseURL)/device/1/\(alice.container)/development/\(path)?ckAPIToken=\(alice.apiToken!)"
+                let reply = try await post(alice, url, [:])
+                #expect(reply.status == 404, "\(path): \(reply.text)")
+                #expect(reply.serverErrorCode == "NOT_FOUND")
+            }
+        }
+    }
+
+    /// A poll's error is held for the refusal pause: CloudKit JS polls again 10 ms after an
+    /// error, so without it a stale token would cost the server a hundred requests a second.
+    @Test(arguments: Engine.available) func aRefusedPollIsAnsweredAfterThePauseSoALoopCannotBusyTheServer(engine: Engine)
+        async throws
+    {
+        let pause = Duration.seconds(1)  // WebCourier.refusalPause
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            let clock = ContinuousClock()
+            let started = clock.now
+            for attempt in 0..<3 {
+                let reply = try await alice.send("\(alice.baseURL)/webcourier/stale-\(attempt)", method: .GET, body: nil, headers: [])
+                #expect(reply.status == 404)
+                #expect(reply.serverErrorCode == "NOT_FOUND")
+            }
+            #expect(clock.now - started >= pause * 3, "three refusals in a row take at least three pauses")
+            let tooLong = try await alice.send(
+                "\(alice.baseURL)/webcourier/\(String(repeating: "f", count: 4000))", method: .GET, body: nil, headers: [])
+            #expect(tooLong.serverErrorCode == "NOT_FOUND")
         }
     }
 }

@@ -106,6 +106,12 @@ public enum APIOperation: String, CaseIterable, Sendable {
         self == .tokensCreate || self == .tokensRegister || self == .tracesReport || isAccountEntry
     }
 
+    /// The operations CloudKit JS also addresses under `/device/1/{container}/{environment}/`
+    /// (a browser's push token), beside their `/database/1/` forms.
+    public var isDeviceOperation: Bool {
+        self == .tokensCreate || self == .tokensRegister
+    }
+
     /// Operations that need no signed-in user, only the API token: those that make one.
     public var isAccountEntry: Bool {
         switch self {

@@ -8,7 +8,8 @@ import NIOCore
 import NimbusProtocol
 import NimbusStore
 
-/// Turns HTTP requests on `/database/1/{container}/{environment}/{database}/{operation}` into
+/// Turns HTTP requests on `/database/1/{container}/{environment}/{database}/{operation}` (and
+/// `/device/1/{container}/{environment}/tokens/…`, where CloudKit JS registers for pushes) into
 /// API calls: authenticates from the URL and headers, reads the body (bounded by the
 /// operation's limit, ``APIOperation/maxBodyBytes``), checks a signature over it, parses the
 /// JSON, dispatches to the handler for the operation and renders its result or its error in
@@ -80,8 +81,11 @@ struct APIResponder: Sendable {
         let path = request.uri.path
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         // database / 1 / container / environment / scope / op...
-        // (or database / 1 / container / environment / op... for the operations of no database)
-        guard parts.count >= 6, parts[0] == "database" else { throw CloudKitError(.notFound, "no such endpoint: \(path)") }
+        // (or database / 1 / container / environment / op... for the operations of no database,
+        // or device / 1 / container / environment / tokens / … for a device's push token)
+        guard parts.count >= 6, parts[0] == "database" || parts[0] == "device" else {
+            throw CloudKitError(.notFound, "no such endpoint: \(path)")
+        }
         guard parts[1] == "1" else {
             throw CloudKitError(.badRequest, "protocol version \(parts[1]) is not supported; use /database/1/")
         }
@@ -91,7 +95,13 @@ struct APIResponder: Sendable {
         }
         let scope: DatabaseScope
         let operationPath: String
-        if let operation = APIOperation(rawValue: parts[4...].joined(separator: "/")), operation.isDatabaseless {
+        if parts[0] == "device" {
+            guard let operation = APIOperation(rawValue: parts[4...].joined(separator: "/")), operation.isDeviceOperation else {
+                throw CloudKitError(.notFound, "no such endpoint: \(path); /device/1/ serves tokens/create and tokens/register")
+            }
+            scope = .private
+            operationPath = operation.rawValue
+        } else if let operation = APIOperation(rawValue: parts[4...].joined(separator: "/")), operation.isDatabaseless {
             // Tokens belong to the signed-in user of the container environment, not to a
             // database; signing in needs only the API token.
             scope = operation.isAccountEntry ? .public : .private

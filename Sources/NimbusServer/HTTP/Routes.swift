@@ -3,7 +3,8 @@ import Hummingbird
 import NIOCore
 import NimbusProtocol
 
-/// The HTTP routes: the CloudKit API under `/database/1/…`, the OpenAPI document and a health check.
+/// The HTTP routes: the CloudKit API under `/database/1/…` (push tokens also under
+/// `/device/1/…`), the OpenAPI document and a health check.
 enum Routes {
     static func build(
         responder: APIResponder, statistics: RequestStatistics, metrics: MetricsEndpoint?, origins: OriginPolicy
@@ -20,6 +21,13 @@ enum Routes {
             await responder.respond(to: request, context: context)
         }
         router.on("/database/**", method: .get) { request, context in
+            await responder.respond(to: request, context: context)
+        }
+        // CloudKit JS creates and registers a browser's push token here (``APIOperation/isDeviceOperation``).
+        router.on("/device/**", method: .post) { request, context in
+            await responder.respond(to: request, context: context)
+        }
+        router.on("/device/**", method: .get) { request, context in
             await responder.respond(to: request, context: context)
         }
         router.get("/openapi.yaml") { _, _ in

@@ -46,7 +46,8 @@ extension CloudKitAPI {
         ])
     }
 
-    /// `tokens/create`: `{apnsEnvironment}` → `{apnsEnvironment, apnsToken, webcourierURL}`.
+    /// `tokens/create`: `{apnsEnvironment}` → `{apnsEnvironment, apnsToken, webcourierURL}`;
+    /// the courier may be polled at once (its first poll registers the token).
     func createToken(_ call: APICall) async throws -> JSON {
         let recipient = try Self.recipient(call)
         let apnsEnvironment = try Self.apnsEnvironment(call, required: false)
@@ -55,12 +56,19 @@ extension CloudKitAPI {
         return .object([
             "apnsEnvironment": .string(token.apnsEnvironment),
             "apnsToken": .string(token.token),
-            "webcourierURL": .string("\(call.origin)/webcourier/\(token.token)"),
+            "webcourierURL": .string(Self.webcourierURL(call, token: token.token)),
         ])
     }
 
-    /// `tokens/register`: `{apnsEnvironment, apnsToken}`; the token's courier delivers the
-    /// signed-in user's notifications from now on. Only a token `tokens/create` issued to that
+    /// The long-poll URL of a push token, absolute on the origin the client reached
+    /// (``RequestOrigin``).
+    static func webcourierURL(_ call: APICall, token: String) -> String {
+        "\(call.origin)/webcourier/\(token)"
+    }
+
+    /// `tokens/register`: `{apnsEnvironment, apnsToken}` → `{apnsEnvironment, apnsToken,
+    /// webcourierURL}` (CloudKit JS reads the URL from this answer); the token's courier
+    /// delivers the signed-in user's notifications from now on. Only a token `tokens/create` issued to that
     /// user registers: the token is its courier URL's credential.
     func registerToken(_ call: APICall) async throws -> JSON {
         let recipient = try Self.recipient(call)
@@ -71,7 +79,10 @@ extension CloudKitAPI {
         }
         let token = try await notifications.registerPushToken(
             tokenValue, for: recipient, apnsEnvironment: apnsEnvironment, now: now())
-        return .object(["apnsEnvironment": .string(token.apnsEnvironment), "apnsToken": .string(token.token)])
+        return .object([
+            "apnsEnvironment": .string(token.apnsEnvironment), "apnsToken": .string(token.token),
+            "webcourierURL": .string(Self.webcourierURL(call, token: token.token)),
+        ])
     }
 
     static func recipient(_ call: APICall) throws(CloudKitError) -> NotificationRecipient {

@@ -14,39 +14,62 @@ import NimbusStore
 /// `"nimbus": {"coalesced": n}`, and the client reads the notification collection for the
 /// rest. The token is the device: pass it as `deviceID` on modify requests to not be told
 /// of your own changes.
+///
+/// CloudKit JS polls the URL as soon as `tokens/create` answers, without `tokens/register`
+/// (Apple: the token "can be used to long-poll"): the first poll of a token registers it, and
+/// the courier delivers what is committed from then on. An error answer waits
+/// ``refusalPause`` first, as CloudKit JS polls again 10 ms after one.
 struct WebCourier: Sendable {
     let hub: PushHub
     let store: any NotificationStore
     let settings: PushSettings
     /// The time of day of device cursors.
     let clock: WallClock
+    /// How long a poll that fails (an unknown or expired token) waits before its error is
+    /// sent. CloudKit JS polls again 10 ms after an error, for ever: with the pause, such a
+    /// loop costs the server one request per pause, not a hundred a second.
+    var refusalPause: Duration = .seconds(1)
 
     func poll(token: String) async -> Response {
         do {
-            guard let pushToken = try await store.pushToken(token) else {
-                throw CloudKitError(.notFound, "no such push token; get one from tokens/create")
-            }
-            guard pushToken.registered else {
-                throw CloudKitError.badRequest("register the push token with tokens/register before polling its courier")
-            }
-            let recipient = pushToken.recipient
-            // Listen before looking, so a notification committed in between still wakes the poll.
-            let signal = CourierSignal()
-            await hub.addCourier(signal, for: recipient)
-            defer { Task { await hub.removeCourier(signal, for: recipient) } }
-            if let missed = try await store.catchUp(device: token, for: recipient, now: clock.nowMillis()) {
-                return Self.push(missed)
-            }
-            await signal.wait(timeout: settings.courierTimeout)
-            if let missed = try await store.catchUp(device: token, for: recipient, now: clock.nowMillis()) {
-                return Self.push(missed)
-            }
-            return Response(status: .ok, headers: [.cacheControl: "no-store"], body: ResponseBody())
+            return try await answer(token)
         } catch let error as CloudKitError {
+            await pauseBeforeRefusing()
             return APIResponder.errorResponse(error)
         } catch {
+            await pauseBeforeRefusing()
             return APIResponder.errorResponse(CloudKitError(.internalError, "the courier failed; poll again"))
         }
+    }
+
+    private func answer(_ token: String) async throws -> Response {
+        // Tokens are 48 hex digits; anything far longer was never issued (and is not looked up).
+        guard token.utf8.count <= 255, var pushToken = try await store.pushToken(token) else {
+            throw CloudKitError(.notFound, "no such push token; get one from tokens/create")
+        }
+        if !pushToken.registered {
+            pushToken = try await store.registerPushToken(
+                token, for: pushToken.recipient, apnsEnvironment: pushToken.apnsEnvironment, now: clock.nowMillis())
+        }
+        let recipient = pushToken.recipient
+        // Listen before looking, so a notification committed in between still wakes the poll.
+        let signal = CourierSignal()
+        await hub.addCourier(signal, for: recipient)
+        defer { Task { await hub.removeCourier(signal, for: recipient) } }
+        if let missed = try await store.catchUp(device: token, for: recipient, now: clock.nowMillis()) {
+            return Self.push(missed)
+        }
+        await signal.wait(timeout: settings.courierTimeout)
+        if let missed = try await store.catchUp(device: token, for: recipient, now: clock.nowMillis()) {
+            return Self.push(missed)
+        }
+        return Response(status: .ok, headers: [.cacheControl: "no-store"], body: ResponseBody())
+    }
+
+    /// Holds an error answer for ``refusalPause``: a client that polls again right after each
+    /// error then polls once per pause.
+    private func pauseBeforeRefusing() async {
+        try? await Task.sleep(for: refusalPause)
     }
 
     static func push(_ missed: MissedNotifications) -> Response {
