@@ -54,6 +54,32 @@ struct UserDiscoveryTests {
         }
     }
 
+    /// "Discovering All User Identities": CloudKit JS's `discoverAllUserIdentities()` sends
+    /// `GET …/public/users/discover`, no body, for the discoverable users in the caller's
+    /// address book. Nimbus has no address books: the list is empty, even beside users who
+    /// opted in; it still needs a caller who may discover.
+    @Test(arguments: Engine.available) func aGETDiscoversTheCallersContactsOfWhichNimbusHasNone(engine: Engine)
+        async throws
+    {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            let carol = try await server.user("carol")
+            _ = try await alice.post("users/discoverability", ["discoverable": true])
+
+            let reply = try await carol.get("users/discover", scope: "public")
+            #expect(reply.status == 200, "\(reply.text)")
+            #expect(reply.json == ["users": []])
+            #expect(!reply.text.contains(alice.userRecordName!))
+
+            let anonymous = try await server.anonymous().get("users/discover", scope: "public")
+            #expect(anonymous.status == 421)
+            #expect(anonymous.serverErrorCode == "AUTHENTICATION_REQUIRED")
+            // The POST form still needs its lookup infos.
+            let empty = try await carol.post("users/discover", [:], scope: "public")
+            #expect(empty.serverErrorCode == "BAD_REQUEST")
+        }
+    }
+
     @Test(arguments: Engine.available) func lookupsByEmailAndByIDHaveCloudKitsShapes(engine: Engine) async throws {
         try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")

@@ -5,6 +5,9 @@ import NimbusStore
 /// One authenticated API request, parsed: who calls, which database, and the JSON body.
 struct APICall: Sendable {
     var operation: APIOperation
+    /// The request's HTTP method, for the operations that answer GET and POST differently
+    /// (`users/discover`).
+    var method: String = "POST"
     var identity: RequestIdentity
     /// The body (an empty object for GET and empty bodies).
     var body: WireReader

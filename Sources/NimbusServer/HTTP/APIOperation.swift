@@ -20,7 +20,9 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case changesZone = "changes/zone"
     case usersCurrent = "users/current"
     case usersCaller = "users/caller"
-    /// The discoverable users among lookup infos (email address, phone number, record name).
+    /// POST: the discoverable users among lookup infos (email address, phone number, record
+    /// name); GET: the discoverable users among the caller's contacts ("Discovering All User
+    /// Identities").
     case usersDiscover = "users/discover"
     /// Discoverable users by email address.
     case usersLookupEmail = "users/lookup/email"
@@ -73,7 +75,7 @@ public enum APIOperation: String, CaseIterable, Sendable {
     public var methods: [String] {
         switch self {
         case .zonesList, .usersCurrent: return ["GET", "POST"]
-        case .usersCaller, .subscriptionsList, .usersDiscoverability: return ["GET", "POST"]
+        case .usersCaller, .subscriptionsList, .usersDiscoverability, .usersDiscover: return ["GET", "POST"]
         case .sessionsList: return ["GET", "POST"]
         default: return ["POST"]
         }

@@ -192,7 +192,7 @@ struct APIResponder: Sendable {
         let body = WireReader(json)
         _ = try body.object()
         let call = APICall(
-            operation: operation, identity: identity, body: body,
+            operation: operation, method: request.method.rawValue, identity: identity, body: body,
             numbersAsStrings: try body.optionalBool("numbersAsStrings") ?? false,
             origin: origins.responseOrigin(request), mailOrigin: origins.mailOrigin(request), assetLinks: assetLinks,
             assetDownloadLifetime: assetDownloadLifetime, now: api.now(), peerAddress: PeerAddress.current,

@@ -36,7 +36,15 @@ extension CloudKitAPI {
     /// `users/discover`: `{lookupInfos: [{emailAddress | phoneNumber | userRecordName}]}` →
     /// `{users: [{userRecordName, nameComponents, lookupInfo}]}`, one entry per lookup info
     /// that found a discoverable user, in request order.
+    ///
+    /// As a GET ("Discovering All User Identities") it answers the discoverable users in the
+    /// caller's address book. Nimbus keeps no address books (it has no contacts to match), so
+    /// the answer is `{users: []}` for every caller allowed to ask; a body is ignored.
     func discoverUsers(_ call: APICall) async throws -> JSON {
+        if call.method == "GET" {
+            try Self.checkDiscoveryCaller(call)
+            return .object(["users": .array([])])
+        }
         let infos = try lookupInfos(
             call, member: "lookupInfos", keys: ["emailAddress", "phoneNumber", "userRecordName"])
         let found = try await discoverable(infos, call)
@@ -116,14 +124,19 @@ extension CloudKitAPI {
             container: call.identity.container)
     }
 
-    /// Reads the array `member` of lookup dictionaries, each with one of `keys`; discovery
-    /// needs a signed-in user or a server-to-server key.
-    private func lookupInfos(_ call: APICall, member: String, keys: [String]) throws(CloudKitError) -> [LookupInfo] {
+    /// Discovery needs a signed-in user or a server-to-server key.
+    private static func checkDiscoveryCaller(_ call: APICall) throws(CloudKitError) {
         guard call.identity.caller != nil else {
             throw CloudKitError(
                 .authenticationRequired,
                 "discovering users needs a signed-in user (ckWebAuthToken) or a server-to-server key")
         }
+    }
+
+    /// Reads the array `member` of lookup dictionaries, each with one of `keys`; discovery
+    /// needs a signed-in user or a server-to-server key.
+    private func lookupInfos(_ call: APICall, member: String, keys: [String]) throws(CloudKitError) -> [LookupInfo] {
+        try Self.checkDiscoveryCaller(call)
         let readers = try call.body.required(member).array()
         guard readers.count <= ProtocolLimits.maxOperations else {
             throw CloudKitError(
