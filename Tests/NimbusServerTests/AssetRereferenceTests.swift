@@ -44,6 +44,40 @@ struct AssetRereferenceTests {
         }
     }
 
+    /// CloudKit JS puts the dictionary `assets/rereference` answers (recordName, fieldName,
+    /// fileChecksum, size) back into a record without a type: it is an ASSET, whether the
+    /// schema knows the field (its type decides) or not (a dictionary with `fileChecksum` is
+    /// an asset, though it has a `recordName`).
+    @Test(arguments: Engine.available) func aRereferencedAssetPutBackUntypedIsAnAsset(engine: Engine) async throws {
+        try await AssetLifecycleTests.withServer(engine) { server in
+            let alice = try await server.user("alice")
+            let bytes = testBytes(5_000, seed: 4)
+            let file = try await alice.uploadAsset(bytes, record: "original", field: "image")
+            _ = try await alice.modify("_defaultZone", [assetOp("create", "original", ["image": (file, "ASSETID")])])
+            let reply = try await alice.post(
+                "assets/rereference",
+                ["zoneID": ["zoneName": "_defaultZone"], "assets": [["recordName": "original", "fieldName": "image"]]])
+            let asset = try #require(reply["assets"]?.array?.first, "\(reply.text)")
+            #expect(asset["recordName"] == "original" && asset["fieldName"] == "image")
+
+            let saved = try await alice.modify(
+                "_defaultZone",
+                [
+                    op("create", "known-field", "Photo", fields: ["image": asset]),
+                    op("create", "new-field", "Album", fields: ["cover": asset]),
+                ])
+            #expect(saved.status == 200, "\(saved.text)")
+            for (record, field) in zip(saved.records, ["image", "cover"]) {
+                #expect(record["serverErrorCode"] == nil, "\(saved.text)")
+                #expect(record["fields"]?[field]?["type"] == "ASSET", "\(field): \(saved.text)")
+                #expect(record["fields"]?[field]?["value"]?["fileChecksum"] == asset["fileChecksum"])
+            }
+            let url = try #require(
+                try await alice.lookup("new-field").records.first?["fields"]?["cover"]?["value"]?["downloadURL"]?.string)
+            #expect(try await alice.transfer(url, method: .GET).bytes == bytes)
+        }
+    }
+
     @Test(arguments: Engine.available) func aBadEntryFailsTheWholeRequest(engine: Engine) async throws {
         try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")

@@ -3,19 +3,12 @@ import Foundation
 extension FieldValue {
     /// Decodes a field dictionary `{value, type?}`. Without `type` the type is inferred from
     /// the value: strings are STRING, integers INT64, other numbers DOUBLE, objects with
-    /// `recordName` REFERENCE, objects with `latitude` LOCATION, arrays the list of their
-    /// first element's type. Booleans are stored as INT64 0/1, as CloudKit stores them.
+    /// `fileChecksum` (or `receipt`) ASSET, other objects with `recordName` REFERENCE, objects
+    /// with `latitude` LOCATION, arrays the list of their first element's type. Booleans are
+    /// stored as INT64 0/1, as CloudKit stores them. (Where the schema knows the field, a
+    /// record's untyped values take its type instead: ``typed(untyped:as:)``.)
     package init(wire reader: WireReader) throws(CloudKitError) {
-        let value: WireReader
-        let typeName: String?
-        if case .object(let members) = reader.json, let wrapped = members["value"] {
-            value = reader.reader(for: wrapped, member: "value")
-            typeName = try reader.optionalString("type")
-        } else {
-            // Some clients send bare values; treat them as an untyped value.
-            value = reader
-            typeName = nil
-        }
+        let (value, typeName) = try Self.parts(of: reader)
         guard let typeName else {
             self = try FieldValue.inferred(from: value)
             return
@@ -26,6 +19,13 @@ extension FieldValue {
                     + FieldType.allCases.map(\.rawValue).joined(separator: ", ") + " (or ASSETID, ASSETID_LIST)")
         }
         self = try FieldValue.decode(value, as: type)
+    }
+
+    /// A field dictionary's value and its `type` (`nil`: untyped). Some clients send bare
+    /// values, without `{value}`: those are untyped values.
+    package static func parts(of reader: WireReader) throws(CloudKitError) -> (value: WireReader, typeName: String?) {
+        guard case .object(let members) = reader.json, let wrapped = members["value"] else { return (reader, nil) }
+        return (reader.reader(for: wrapped, member: "value"), try reader.optionalString("type"))
     }
 
     static func decode(_ reader: WireReader, as type: FieldType) throws(CloudKitError) -> FieldValue {
@@ -72,9 +72,11 @@ extension FieldValue {
             }
             return .double(try reader.double())
         case .object(let members):
+            // An asset first: the dictionary `assets/rereference` answers also has `recordName`
+            // (the record it came from), and CloudKit JS saves it back untyped.
+            if members["fileChecksum"] != nil || members["receipt"] != nil { return .asset(try Asset(wire: reader)) }
             if members["recordName"] != nil { return .reference(try Reference(wire: reader)) }
             if members["latitude"] != nil { return .location(try Location(wire: reader)) }
-            if members["fileChecksum"] != nil || members["receipt"] != nil { return .asset(try Asset(wire: reader)) }
             throw .badRequest("'\(reader.path)': cannot infer the type of this object; add \"type\"")
         case .array(let elements):
             guard let first = elements.first else {

@@ -25,7 +25,7 @@ extension Record {
         if let fieldsReader = try reader.optional("fields") {
             for (name, value) in try fieldsReader.object() {
                 guard !name.isEmpty else { throw .badRequest("'\(fieldsReader.path)' has a field with an empty name") }
-                fields[name] = try FieldValue(wire: fieldsReader.reader(for: value, member: name))
+                fields[name] = try FieldValue.recordField(wire: fieldsReader.reader(for: value, member: name))
             }
         }
         self.init(

@@ -50,7 +50,8 @@ extension CloudKitAPI {
             pending.append(
                 PendingRecordOperation(
                     type: type, record: record, path: recordReader.path,
-                    desiredKeys: try call.desiredKeys(in: reader) ?? defaultKeys, sharing: sharing))
+                    desiredKeys: try call.desiredKeys(in: reader) ?? defaultKeys, sharing: sharing,
+                    untyped: type.isDelete ? nil : try UntypedValues(record: recordReader)))
         }
         if let shared {
             try await checkSharedWrites(pending, access: shared, zone: zoneID.zoneName, in: call.database)
@@ -59,7 +60,8 @@ extension CloudKitAPI {
         // refused. Shares are CloudKit's own type, outside every schema.
         let saved = pending.indices.filter { !pending[$0].type.isDelete && pending[$0].sharing?.isShare != true }
         var savedRecords = saved.map { pending[$0].record }
-        try await schemas.admit(&savedRecords, database: call.database)
+        try await schemas.admit(
+            &savedRecords, untyped: saved.map { pending[$0].untyped ?? UntypedValues() }, database: call.database)
         for (index, record) in zip(saved, savedRecords) { pending[index].record = record }
         try await applySharing(&pending, zone: zoneID, in: call.database)
 

@@ -59,23 +59,34 @@ actor SchemaRegistry {
 
     /// Checks the records a modify request saves against the schema (coercing compatible
     /// values in place); in development, adds their new types and fields.
-    nonisolated func admit(_ records: inout [Record], database: DatabaseKey) async throws {
+    /// - Parameter untyped: each record's values sent without `type` (``UntypedValues``), in
+    ///   the order of `records`: typed by the schema first where it knows their fields.
+    nonisolated func admit(_ records: inout [Record], untyped: [UntypedValues], database: DatabaseKey) async throws {
         let environment = database.environment
         var current = try await self.current(database.container, environment)
-        var checked = records
+        let original = records
+        var checked = try Self.typed(original, untyped, by: current.schema)
         if try SchemaRules.admit(&checked, to: current.schema, environment: environment) != nil {
-            let original = records
             current = try await update(database.container, environment) { schema throws(CloudKitError) in
-                var again = original
+                var again = try Self.typed(original, untyped, by: schema)
                 guard let extended = try SchemaRules.admit(&again, to: schema, environment: environment) else { return false }
                 schema = extended
                 return true
             }
             // Coerce against the schema as stored (another request may have added a field first).
-            checked = original
+            checked = try Self.typed(original, untyped, by: current.schema)
             _ = try SchemaRules.admit(&checked, to: current.schema, environment: environment)
         }
         records = checked
+    }
+
+    /// `records` with their untyped values typed by `schema`.
+    private static func typed(_ records: [Record], _ untyped: [UntypedValues], by schema: ContainerSchema)
+        throws(CloudKitError) -> [Record]
+    {
+        var typed = records
+        for (index, values) in zip(typed.indices, untyped) { try values.apply(to: &typed[index], in: schema) }
+        return typed
     }
 
     /// The plan of a query, checked against the schema. In development the indexes it needs

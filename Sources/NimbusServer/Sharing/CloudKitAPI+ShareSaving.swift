@@ -8,6 +8,8 @@ struct PendingRecordOperation: Sendable {
     var path: String
     var desiredKeys: Set<String>?
     var sharing: RecordSharingParts?
+    /// The record's values sent without `type`, for the schema to type.
+    var untyped: UntypedValues? = nil
     /// Added by the server (a root whose share is deleted): not answered to the client.
     var implied = false
     /// Users this operation takes out of a share (removed participants, or all of a deleted
