@@ -16,6 +16,8 @@ enum Routes {
         router.add(middleware: RequestStatisticsMiddleware(statistics: statistics))
         // Before any route: with a public URL, a request naming another host goes no further.
         router.add(middleware: HostCheckMiddleware(origins: origins))
+        // Before any route reads a body: `Expect: 100-continue` is answered when one does.
+        router.add(middleware: ExpectContinueMiddleware())
         metrics?.add(to: router)
         router.on("/database/**", method: .post) { request, context in
             await responder.respond(to: request, context: context)

@@ -76,7 +76,9 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                     // timeouts give way to the heartbeat. The guard goes before the upgrade
                     // removes the HTTP decoder, whose leftover bytes are no HTTP parts.
                     return promise.futureResult.flatMap { headers in
-                        channel.pipeline.removeHandler(name: HTTPConnectionGuard.name).map { headers }
+                        channel.pipeline.removeHandler(name: HTTPConnectionGuard.name)
+                            .flatMap { channel.pipeline.removeHandler(name: ExpectContinueHandler.name) }
+                            .map { headers }
                     }
                 },
                 upgradePipelineHandler: { channel, _ in
@@ -119,6 +121,9 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 type: NIOTypedHTTPServerUpgradeHandler<UpgradeResult>.self)
             try channel.pipeline.syncOperations.addHandler(
                 HTTPConnectionGuard(settings: connections), name: HTTPConnectionGuard.name, position: .before(upgradeHandler))
+            // Then `100 Continue`, written when a route reads the body (``ExpectContinueMiddleware``).
+            try channel.pipeline.syncOperations.addHandler(
+                ExpectContinueHandler(), name: ExpectContinueHandler.name, position: .before(upgradeHandler))
             return Value(upgradeResult: negotiation, channel: channel)
         }
     }
@@ -133,7 +138,9 @@ struct PushHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 let local = LocalEndpoint(http1.channel.localAddress)
                 await PeerAddress.$current.withValue(http1.channel.remoteAddress?.ipAddress) {
                     await LocalAddress.$current.withValue(local) {
-                        await handleHTTP(asyncChannel: http1, logger: logger)
+                        await ExpectContinueMiddleware.Connection.$channel.withValue(http1.channel) {
+                            await handleHTTP(asyncChannel: http1, logger: logger)
+                        }
                     }
                 }
             case .failedUpgrade(let http1):
