@@ -74,6 +74,12 @@ struct UserDiscoveryTests {
             let anonymous = try await server.anonymous().get("users/discover", scope: "public")
             #expect(anonymous.status == 421)
             #expect(anonymous.serverErrorCode == "AUTHENTICATION_REQUIRED")
+            // The older "Fetching Contacts" (POST users/lookup/contacts, no body) alike.
+            let contacts = try await carol.postRaw("users/lookup/contacts", "", scope: "public")
+            #expect(contacts.status == 200, "\(contacts.text)")
+            #expect(contacts.json == ["users": []])
+            let anonymousContacts = try await server.anonymous().post("users/lookup/contacts", [:], scope: "public")
+            #expect(anonymousContacts.serverErrorCode == "AUTHENTICATION_REQUIRED")
             // The POST form still needs its lookup infos.
             let empty = try await carol.post("users/discover", [:], scope: "public")
             #expect(empty.serverErrorCode == "BAD_REQUEST")

@@ -26,6 +26,8 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case usersDiscover = "users/discover"
     /// Discoverable users by email address.
     case usersLookupEmail = "users/lookup/email"
+    /// The discoverable users in the caller's address book ("Fetching Contacts").
+    case usersLookupContacts = "users/lookup/contacts"
     /// Discoverable users by user record name.
     case usersLookupID = "users/lookup/id"
     /// Nimbus extension: whether the signed-in user is discoverable in the container; POST

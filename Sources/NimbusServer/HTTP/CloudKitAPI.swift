@@ -57,6 +57,7 @@ struct CloudKitAPI: Sendable {
         case .usersCurrent, .usersCaller: return try await currentUser(call)
         case .usersDiscover: return try await discoverUsers(call)
         case .usersLookupEmail: return try await lookUpUsersByEmail(call)
+        case .usersLookupContacts: return try await lookUpContacts(call)
         case .usersLookupID: return try await lookUpUsersByRecordName(call)
         case .usersDiscoverability: return try await discoverability(call)
         case .subscriptionsList: return try await listSubscriptions(call)

@@ -1,8 +1,8 @@
 import NimbusProtocol
 import NimbusStore
 
-/// User discovery: `users/discover`, `users/lookup/email`, `users/lookup/id` and the Nimbus
-/// extension `users/discoverability`.
+/// User discovery: `users/discover`, `users/lookup/email`, `users/lookup/id`,
+/// `users/lookup/contacts` and the Nimbus extension `users/discoverability`.
 ///
 /// Only users who opted in to discovery in the container are ever found. Anyone else (a user
 /// who did not opt in, an unknown address) is simply absent from the answer, so a lookup never
@@ -61,6 +61,13 @@ extension CloudKitAPI {
                 ]))
         }
         return .object(["users": .array(users)])
+    }
+
+    /// `users/lookup/contacts` ("Fetching Contacts"): the discoverable users in the caller's
+    /// address book, `{users: []}` as for GET `users/discover`: Nimbus keeps no address books.
+    func lookUpContacts(_ call: APICall) async throws -> JSON {
+        try Self.checkDiscoveryCaller(call)
+        return .object(["users": .array([])])
     }
 
     /// `users/lookup/email`: `{users: [{emailAddress}]}` → `{users: [{userRecordName,
