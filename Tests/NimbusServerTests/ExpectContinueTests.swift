@@ -20,10 +20,14 @@ struct ExpectContinueTests {
         try await connection.send(
             "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: \(body.count)\r\n"
                 + "Expect: 100-continue\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n")
-        let continued = try await connection.wait(for: "100 Continue") { $0.text.utf8.count >= interim.utf8.count }
+        // Minutes, not seconds: under the whole suite's load on 2 cores a PostgreSQL write can
+        // take over 10 s (the default wait); a lost 100 or answer still fails the test.
+        let continued = try await connection.wait(for: "100 Continue", timeout: .seconds(120)) {
+            $0.text.utf8.count >= interim.utf8.count
+        }
         #expect(continued.text.hasPrefix(interim), "the first answer must be the 100: \(continued.text.prefix(200))")
         try await connection.send(body)
-        let final = try await connection.wait(for: "the final response") { snapshot in
+        let final = try await connection.wait(for: "the final response", timeout: .seconds(120)) { snapshot in
             Self.finalResponse(snapshot)?.isComplete == true
         }
         return try #require(Self.finalResponse(final)?.snapshot)
@@ -86,10 +90,10 @@ struct ExpectContinueTests {
                 try await connection.send(
                     "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: \(length)\r\n"
                         + "Expect: 100-continue\r\n\r\n")
-                let reply = try await connection.waitForResponse()
+                let reply = try await connection.waitForResponse(timeout: .seconds(120))
                 #expect(!reply.text.contains("100 Continue"), "\(code): \(reply.text.prefix(200))")
                 #expect(reply.json?["serverErrorCode"]?.string == code, "\(reply.text.prefix(300))")
-                try await connection.waitForClose()
+                try await connection.waitForClose(timeout: .seconds(120))
             }
             try await HostileRequestTests.expectServing(server)
         }
@@ -107,7 +111,7 @@ struct ExpectContinueTests {
                     "POST \(RequestLimitsTests.apiPath("private", "zones/lookup", alice)) \(version)\r\nHost: 127.0.0.1\r\n"
                         + "Content-Length: \(body.count)\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
                         + String(decoding: body, as: UTF8.self))
-                let reply = try await connection.waitForResponse()
+                let reply = try await connection.waitForResponse(timeout: .seconds(120))
                 #expect(reply.status == 200, "\(version): \(reply.text.prefix(200))")
                 #expect(!reply.text.contains("100 Continue"), "\(version): \(reply.text.prefix(200))")
                 await connection.close()
