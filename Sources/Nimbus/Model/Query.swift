@@ -71,7 +71,14 @@ extension QuerySort {
 /// Where a query left off when it returned fewer results than matched; pass it to
 /// ``Database/records(continuingMatchFrom:desiredKeys:resultsLimit:)``.
 public struct QueryCursor: Sendable, Hashable {
-    let query: Query
-    let zoneID: ZoneID?
-    let continuationMarker: String
+    // `package`: NimbusCloudKit archives a cursor in a `CKQueryOperation.Cursor`.
+    package let query: Query
+    package let zoneID: ZoneID?
+    package let continuationMarker: String
+
+    package init(query: Query, zoneID: ZoneID?, continuationMarker: String) {
+        self.query = query
+        self.zoneID = zoneID
+        self.continuationMarker = continuationMarker
+    }
 }

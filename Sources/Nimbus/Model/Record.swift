@@ -49,7 +49,7 @@ public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible 
     /// The share this record is the root of (CloudKit's `CKRecord.share`), kept by the server:
     /// set when a ``Share`` is saved with this record as its root
     /// (``Database/save(_:rootRecord:)``), cleared when the share is deleted.
-    public internal(set) var share: Reference?
+    public package(set) var share: Reference?
     /// Whether ``parent`` was set since the last fetch or save (a save then sends it, `null`
     /// included).
     var parentChanged = false

@@ -3,10 +3,11 @@ import NimbusProtocol
 /// An opaque position in a change feed (a zone's records, a database's zones). Persist it
 /// (it is `Codable`) and pass it back to fetch only what changed since.
 public struct ServerChangeToken: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// The token text the server issued.
-    let rawValue: String
+    /// The token text the server issued (`package`: NimbusCloudKit archives it in a
+    /// `CKServerChangeToken`).
+    package let rawValue: String
 
-    init(rawValue: String) {
+    package init(rawValue: String) {
         self.rawValue = rawValue
     }
 

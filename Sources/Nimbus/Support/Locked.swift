@@ -6,20 +6,22 @@ import Foundation
 /// ``withLock(_:)``, which holds `lock` for the whole access, so no two threads ever touch
 /// `value` at the same time; and `Value` is itself `Sendable`, so what leaves the lock may
 /// cross threads.
-final class Locked<Value: Sendable>: @unchecked Sendable {
+///
+/// `package`: NimbusCloudKit keeps its reference types' state in it too.
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
     }
 
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)
     }
 
     /// A copy of the current value.
-    var current: Value { withLock { $0 } }
+    package var current: Value { withLock { $0 } }
 }
