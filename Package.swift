@@ -24,6 +24,8 @@ let package = Package(
         .library(name: "NimbusSync", targets: ["NimbusSync"]),
         // End-to-end encryption's primitives, composed from swift-crypto (docs/ENCRYPTION.md).
         .library(name: "NimbusCrypto", targets: ["NimbusCrypto"]),
+        // CloudKit's own Swift API on a Nimbus server: `import CloudKit` becomes `import NimbusCloudKit`.
+        .library(name: "NimbusCloudKit", targets: ["NimbusCloudKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -196,6 +198,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // CloudKit's names, shapes and behaviour (CKContainer, CKRecord, operations, CKSyncEngine)
+        // over the SDK, so code written for CloudKit runs against Nimbus with one import changed.
+        .target(
+            name: "NimbusCloudKit",
+            dependencies: ["Nimbus", "NimbusProtocol"],
+            swiftSettings: swiftSettings
+        ),
         // The Reading List example: the app model and its commands, on the sync engine.
         .target(
             name: "ReadingList",
@@ -345,6 +354,15 @@ let package = Package(
                 "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // NimbusCloudKit against a real server: CloudKit's API, callbacks, errors and archives.
+        .testTarget(
+            name: "NimbusCloudKitTests",
+            dependencies: [
+                "NimbusCloudKit", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -6,7 +6,7 @@
 2. Every module a target imports is declared as a dependency of that target (or is the
    platform's own: Foundation, Glibc, …), and every product a target declares is imported
    by it: SwiftPM on Linux builds with undeclared transitive modules, Xcode does not.
-3. The SDK modules an app links (NimbusProtocol, Nimbus, NimbusSync, and the Reading List
+3. The SDK modules an app links (NimbusProtocol, Nimbus, NimbusSync, NimbusCloudKit, and the Reading List
    example's model) import Linux-only modules only inside `#if canImport(…)`/`#if os(Linux)`,
    and use no API newer than the deployment targets Package.swift declares (macOS 14,
    iOS 17): a short list of the ones that bit us.
@@ -27,11 +27,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYSTEM_MODULES = {
     "Foundation", "FoundationEssentials", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin",
     "os", "Android", "WinSDK", "Testing", "XCTest", "Synchronization", "_Concurrency", "CoreFoundation",
-    "Observation", "RegexBuilder", "Distributed", "Network", "Combine", "SwiftUI", "UIKit", "AppKit",
+    "Observation", "RegexBuilder", "Distributed", "Network", "Combine", "SwiftUI", "UIKit", "AppKit", "CoreLocation",
 }
 
 # Targets an app on iOS or macOS links.
-APPLE_TARGETS = {"NimbusProtocol", "Nimbus", "NimbusSync", "ReadingList"}
+APPLE_TARGETS = {"NimbusProtocol", "Nimbus", "NimbusSync", "NimbusCloudKit", "ReadingList"}
 
 # Linux-only modules, and the `#if` conditions that may guard their import.
 LINUX_ONLY_MODULES = {

@@ -1,0 +1,81 @@
+import Foundation
+import Nimbus
+import NimbusProtocol
+
+extension CKDatabase {
+    /// What changed in a zone (CloudKit's `CKDatabase.RecordZoneChange`).
+    public enum RecordZoneChange {
+        /// A record created or changed since the token.
+        public struct Modification: Sendable {
+            public let record: CKRecord
+            public var recordID: CKRecord.ID { record.recordID }
+        }
+
+        /// A record deleted since the token.
+        public struct Deletion: Sendable {
+            public let recordID: CKRecord.ID
+            public let recordType: CKRecord.RecordType
+        }
+    }
+
+    /// What changed in the database's zones (CloudKit's `CKDatabase.DatabaseChange`).
+    public enum DatabaseChange {
+        /// A zone created, or whose records changed, since the token.
+        public struct Modification: Sendable {
+            public let zoneID: CKRecordZone.ID
+        }
+
+        /// A zone deleted (or purged) since the token.
+        public struct Deletion: Sendable {
+            public let zoneID: CKRecordZone.ID
+            /// Whether the zone was purged (deleted with its history) rather than deleted.
+            public let purged: Bool
+        }
+    }
+
+    /// One page of a zone's changes since `changeToken` (every record when `nil`).
+    /// - Throws: ``CKError/Code/changeTokenExpired`` (fetch again with `nil`),
+    ///   ``CKError/Code/zoneNotFound``.
+    public func recordZoneChanges(
+        inZoneWith zoneID: CKRecordZone.ID, since changeToken: CKServerChangeToken?,
+        desiredKeys: [CKRecord.FieldKey]? = nil, resultsLimit: Int? = nil
+    ) async throws -> (
+        modificationResultsByID: [CKRecord.ID: Result<RecordZoneChange.Modification, any Error>],
+        deletions: [RecordZoneChange.Deletion], changeToken: CKServerChangeToken, moreComing: Bool
+    ) {
+        let database = try configured()
+        let page = try await mappingErrors {
+            try await database.recordZoneChanges(
+                inZoneWith: zoneID.nimbus, since: changeToken?.token, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
+        }
+        var modifications: [CKRecord.ID: Result<RecordZoneChange.Modification, any Error>] = [:]
+        for record in page.modifications {
+            let downloaded = await database.downloadingAssets(of: record)
+            modifications[CKRecord.ID(record.id)] = .success(.init(record: CKRecord.make(downloaded)))
+        }
+        let deletions = page.deletions.map {
+            RecordZoneChange.Deletion(recordID: CKRecord.ID($0.recordID), recordType: $0.recordType ?? "")
+        }
+        return (modifications, deletions, CKServerChangeToken(page.changeToken), page.moreComing)
+    }
+
+    /// One page of the zones that changed since `changeToken` (every zone when `nil`).
+    public func databaseChanges(
+        since changeToken: CKServerChangeToken?, resultsLimit: Int? = nil
+    ) async throws -> (
+        modifications: [DatabaseChange.Modification], deletions: [DatabaseChange.Deletion],
+        changeToken: CKServerChangeToken, moreComing: Bool
+    ) {
+        let database = try configured()
+        let page = try await mappingErrors {
+            try await database.databaseChanges(since: changeToken?.token, resultsLimit: resultsLimit)
+        }
+        let deletions =
+            page.deletedZoneIDs.map { DatabaseChange.Deletion(zoneID: local($0), purged: false) }
+            + page.purgedZoneIDs.map { DatabaseChange.Deletion(zoneID: local($0), purged: true) }
+        return (
+            page.modifiedZoneIDs.map { DatabaseChange.Modification(zoneID: local($0)) }, deletions,
+            CKServerChangeToken(page.changeToken), page.moreComing
+        )
+    }
+}

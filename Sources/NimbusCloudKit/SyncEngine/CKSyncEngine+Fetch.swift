@@ -1,0 +1,105 @@
+import Foundation
+import Nimbus
+
+extension CKSyncEngine {
+    /// A fetch: database changes page by page, then each changed zone's records.
+    func performFetch(_ context: FetchChangesContext) async throws {
+        try requireSyncableDatabase()
+        guard try await checkAccount() else { return }
+        await emit(.willFetchChanges(.init(context: context)))
+        try await fetchDatabaseChanges()
+
+        let options = context.options
+        var zones = state.zoneIDsWithUnfetchedServerChanges.filter { options.scope.contains($0) }
+        let first = options.prioritizedZoneIDs.filter(zones.contains)
+        zones = first + zones.filter { !first.contains($0) }
+        for zoneID in zones {
+            try Task.checkCancellation()
+            await fetchZone(zoneID)
+        }
+        await emit(.didFetchChanges(.init(context: context)))
+    }
+
+    private func fetchDatabaseChanges() async throws {
+        while true {
+            try Task.checkCancellation()
+            let token = state.data.current.databaseToken.map { CKServerChangeToken(ServerChangeToken(rawValue: $0)) }
+            let page: (
+                modifications: [CKDatabase.DatabaseChange.Modification], deletions: [CKDatabase.DatabaseChange.Deletion],
+                changeToken: CKServerChangeToken, moreComing: Bool
+            )
+            do {
+                page = try await database.databaseChanges(since: token)
+            } catch let error as CKError where error.code == .changeTokenExpired && token != nil {
+                state.data.withLock { $0.databaseToken = nil }
+                continue
+            }
+            let deletions = page.deletions.map {
+                Event.FetchedDatabaseChanges.Deletion(zoneID: $0.zoneID, reason: $0.purged ? .purged : .deleted)
+            }
+            if !page.modifications.isEmpty || !deletions.isEmpty {
+                await emit(.fetchedDatabaseChanges(.init(
+                    modifications: page.modifications.map { .init(zoneID: $0.zoneID) }, deletions: deletions)))
+            }
+            state.data.withLock { stored in
+                stored.databaseToken = page.changeToken.token.rawValue
+                for modification in page.modifications {
+                    let zone = StoredZoneID(modification.zoneID)
+                    if !stored.zonesWithUnfetchedChanges.contains(zone) { stored.zonesWithUnfetchedChanges.append(zone) }
+                }
+                for deletion in deletions {
+                    stored.zonesWithUnfetchedChanges.removeAll { $0 == StoredZoneID(deletion.zoneID) }
+                    stored.zoneTokens[deletion.zoneID.storageKey] = nil
+                }
+            }
+            await emitStateUpdate()
+            if !page.moreComing { return }
+        }
+    }
+
+    /// Fetches one zone's pages; a failure ends the zone's fetch and is reported in its
+    /// `didFetchRecordZoneChanges` (the zone stays unfetched, to try again next time).
+    private func fetchZone(_ zoneID: CKRecordZone.ID) async {
+        await emit(.willFetchRecordZoneChanges(.init(zoneID: zoneID)))
+        var failure: CKError?
+        do {
+            while true {
+                try Task.checkCancellation()
+                let token = state.data.current.zoneTokens[zoneID.storageKey].map {
+                    CKServerChangeToken(ServerChangeToken(rawValue: $0))
+                }
+                let page: (
+                    modificationResultsByID: [CKRecord.ID: Result<CKDatabase.RecordZoneChange.Modification, any Error>],
+                    deletions: [CKDatabase.RecordZoneChange.Deletion], changeToken: CKServerChangeToken, moreComing: Bool
+                )
+                do {
+                    page = try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
+                } catch let error as CKError where error.code == .changeTokenExpired && token != nil {
+                    state.data.withLock { $0.zoneTokens[zoneID.storageKey] = nil }
+                    continue
+                }
+                let modifications = page.modificationResultsByID.values.compactMap { try? $0.get() }
+                    .sorted { $0.recordID.recordName < $1.recordID.recordName }
+                if !modifications.isEmpty || !page.deletions.isEmpty {
+                    await emit(.fetchedRecordZoneChanges(.init(modifications: modifications, deletions: page.deletions)))
+                }
+                state.data.withLock { stored in
+                    stored.zoneTokens[zoneID.storageKey] = page.changeToken.token.rawValue
+                    if !page.moreComing { stored.zonesWithUnfetchedChanges.removeAll { $0 == StoredZoneID(zoneID) } }
+                }
+                await emitStateUpdate()
+                if !page.moreComing { break }
+            }
+        } catch {
+            failure = CKError.wrapping(error)
+            if failure?.code == .zoneNotFound {
+                // The zone is gone: nothing more to fetch from it.
+                state.data.withLock { stored in
+                    stored.zonesWithUnfetchedChanges.removeAll { $0 == StoredZoneID(zoneID) }
+                    stored.zoneTokens[zoneID.storageKey] = nil
+                }
+            }
+        }
+        await emit(.didFetchRecordZoneChanges(.init(zoneID: zoneID, error: failure)))
+    }
+}

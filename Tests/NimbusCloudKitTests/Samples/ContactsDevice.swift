@@ -1,0 +1,147 @@
+import Foundation
+import NimbusCloudKit
+
+/// A port of the shape of Apple's CKSyncEngine sample (written here, not copied): one
+/// device's contacts, kept by the app, synced by a `CKSyncEngine` through NimbusCloudKit only.
+/// Conflicts go to the newer `modified` date; `zoneNotFound` recreates the zone and
+/// `unknownItem` saves the contact as new, as the sample does.
+actor ContactsDevice: CKSyncEngineDelegate {
+    struct Contact: Sendable, Equatable {
+        var name: String
+        var modified: Date
+        /// The record's archived system fields, once the server has it.
+        var systemFields: Data?
+    }
+
+    static let zoneID = CKRecordZone.ID(zoneName: "Contacts")
+
+    private(set) var contacts: [String: Contact] = [:]
+    private(set) var savedState: CKSyncEngine.State.Serialization?
+    private(set) var events: [String] = []
+    private var engine: CKSyncEngine?
+
+    /// Starts the device's engine over `database`, from a persisted state when given.
+    func start(database: CKDatabase, state: CKSyncEngine.State.Serialization? = nil, automatically: Bool = false) {
+        var configuration = CKSyncEngine.Configuration(database: database, stateSerialization: state, delegate: self)
+        configuration.automaticallySync = automatically
+        engine = CKSyncEngine(configuration)
+    }
+
+    var syncEngine: CKSyncEngine { engine! }
+
+    /// Creates or edits a contact and queues it for sending.
+    func edit(_ id: String, name: String, at date: Date) {
+        var contact = contacts[id] ?? Contact(name: name, modified: date)
+        contact.name = name
+        contact.modified = date
+        contacts[id] = contact
+        engine!.state.add(pendingRecordZoneChanges: [.saveRecord(Self.recordID(id))])
+    }
+
+    /// Queues the zone for creation (the first launch of the sample does this).
+    func createZone() {
+        engine!.state.add(pendingDatabaseChanges: [.saveZone(CKRecordZone(zoneID: Self.zoneID))])
+    }
+
+    func clearEvents() { events = [] }
+
+    static func recordID(_ id: String) -> CKRecord.ID { CKRecord.ID(recordName: id, zoneID: zoneID) }
+
+    // MARK: - CKSyncEngineDelegate
+
+    func handleEvent(_ event: CKSyncEngine.Event, syncEngine: CKSyncEngine) async {
+        events.append(event.description)
+        switch event {
+        case .stateUpdate(let update):
+            savedState = update.stateSerialization
+        case .accountChange(let change):
+            if case .signIn = change.changeType { break }
+            contacts = [:]
+        case .fetchedDatabaseChanges(let changes):
+            for deletion in changes.deletions where deletion.zoneID == Self.zoneID { contacts = [:] }
+        case .fetchedRecordZoneChanges(let changes):
+            for modification in changes.modifications { merge(modification.record) }
+            for deletion in changes.deletions { contacts[deletion.recordID.recordName] = nil }
+        case .sentRecordZoneChanges(let sent):
+            for record in sent.savedRecords { contacts[record.recordID.recordName]?.systemFields = Self.archive(record) }
+            for failure in sent.failedRecordSaves {
+                events.append("failed \(failure.record.recordID.recordName) \(failure.error.code)")
+                recover(failure.record.recordID.recordName, from: failure.error, syncEngine)
+            }
+        default:
+            break
+        }
+    }
+
+    func nextRecordZoneChangeBatch(
+        _ context: CKSyncEngine.SendChangesContext, syncEngine: CKSyncEngine
+    ) async -> CKSyncEngine.RecordZoneChangeBatch? {
+        let pending = syncEngine.state.pendingRecordZoneChanges.filter { context.options.scope.contains($0) }
+        let snapshot = contacts
+        return await CKSyncEngine.RecordZoneChangeBatch(pendingChanges: pending) { recordID in
+            snapshot[recordID.recordName].map { Self.record(recordID.recordName, $0) }
+        }
+    }
+
+    // MARK: - The sample's rules
+
+    /// A fetched contact replaces the local one unless the local edit is newer and unsent.
+    private func merge(_ record: CKRecord) {
+        let id = record.recordID.recordName
+        let server = Contact(
+            name: record["name"] as? String ?? "", modified: record["modified"] as? Date ?? .distantPast,
+            systemFields: Self.archive(record))
+        if let local = contacts[id], local.modified > server.modified,
+            engine!.state.pendingRecordZoneChanges.contains(.saveRecord(record.recordID))
+        {
+            contacts[id]?.systemFields = server.systemFields
+        } else {
+            contacts[id] = server
+        }
+    }
+
+    private func recover(_ id: String, from error: CKError, _ engine: CKSyncEngine) {
+        switch error.code {
+        case .serverRecordChanged:
+            guard let server = error.serverRecord else { return }
+            let serverDate = server["modified"] as? Date ?? .distantPast
+            if let local = contacts[id], local.modified > serverDate {
+                contacts[id]?.systemFields = Self.archive(server)
+                engine.state.add(pendingRecordZoneChanges: [.saveRecord(server.recordID)])
+            } else {
+                contacts[id] = Contact(
+                    name: server["name"] as? String ?? "", modified: serverDate, systemFields: Self.archive(server))
+            }
+        case .zoneNotFound:
+            engine.state.add(pendingDatabaseChanges: [.saveZone(CKRecordZone(zoneID: Self.zoneID))])
+            contacts[id]?.systemFields = nil
+            engine.state.add(pendingRecordZoneChanges: [.saveRecord(Self.recordID(id))])
+        case .unknownItem:
+            contacts[id]?.systemFields = nil
+            engine.state.add(pendingRecordZoneChanges: [.saveRecord(Self.recordID(id))])
+        default:
+            break
+        }
+    }
+
+    static func record(_ id: String, _ contact: Contact) -> CKRecord {
+        let record: CKRecord
+        if let data = contact.systemFields, let unarchiver = try? NSKeyedUnarchiver(forReadingFrom: data),
+            let restored = CKRecord(coder: unarchiver)
+        {
+            record = restored
+        } else {
+            record = CKRecord(recordType: "Contact", recordID: recordID(id))
+        }
+        record["name"] = contact.name
+        record["modified"] = contact.modified
+        return record
+    }
+
+    static func archive(_ record: CKRecord) -> Data {
+        let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+        record.encodeSystemFields(with: archiver)
+        archiver.finishEncoding()
+        return archiver.encodedData
+    }
+}

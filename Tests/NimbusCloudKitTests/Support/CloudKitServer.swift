@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import NimbusCloudKit
+import NimbusServer
+import NimbusProtocol
+import NimbusStore
+
+/// A real Nimbus server on an ephemeral loopback port over a fresh SQLite directory, with one
+/// container provisioned, and CloudKit containers signed in to it.
+final class CloudKitServer: Sendable {
+    static let containerID = "iCloud.com.example.cloudkit"
+
+    let server: RunningServer
+    let apiToken: String
+
+    private init(server: RunningServer, apiToken: String) {
+        self.server = server
+        self.apiToken = apiToken
+    }
+
+    /// Runs `body` against a fresh server, then stops it and removes its files.
+    static func with<T: Sendable>(_ body: (CloudKitServer) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("nimbus-cloudkit-\(UUID().uuidString)").path
+        var logger = Logger(label: "nimbus-cloudkit-test")
+        logger.logLevel = .critical
+        let server = try await RunningServer.start(ServerConfiguration(port: 0, dataDirectory: directory), logger: logger)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            let live = CloudKitServer(
+                server: server, apiToken: try await server.store.createContainer(containerID).token)
+            let result = try await body(live)
+            try await server.stop()
+            return result
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+    }
+
+    /// The connection of a new signed-in user (or nobody, with `user` nil).
+    func connection(user: String?) async throws -> NimbusConnection {
+        var token: String?
+        if let user {
+            token = try await server.store.createUser(
+                name: user, email: nil, firstName: nil, lastName: nil, container: Self.containerID
+            ).token
+        }
+        return NimbusConnection(
+            serverURL: URL(string: server.baseURL)!, apiToken: apiToken, webAuthToken: token,
+            defaultContainerIdentifier: Self.containerID, deviceID: UUID().uuidString)
+    }
+
+    /// The container as `user` sees it.
+    func container(user: String?) async throws -> CKContainer {
+        CKContainer(identifier: Self.containerID, connection: try await connection(user: user))
+    }
+}
+
+/// Thread-safe list of events, for callback-order assertions.
+final class CallbackLog: Sendable {
+    private let lock = NSLock()
+    // `nonisolated(unsafe)`: `entries` is read and written only while `lock` is held.
+    nonisolated(unsafe) private var entries: [String] = []
+
+    func append(_ entry: String) {
+        lock.lock()
+        entries.append(entry)
+        lock.unlock()
+    }
+
+    var events: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries
+    }
+}
+
+extension CloudKitServer {
+    /// Waits until the server has `count` push connections for the container's user.
+    func waitForPushDevices(_ count: Int, of container: CKContainer) async throws {
+        let recipient = NotificationRecipient(
+            container: Self.containerID, environment: .development,
+            userRecordName: try await container.userRecordID().recordName)
+        let hub = server.push
+        try await withTimeout { await hub.waitForConnectedDevices(count, of: recipient) }
+    }
+}
+
+/// Runs `body`, failing after `seconds` (a guard against hangs, not a way of waiting).
+func withTimeout<T: Sendable>(
+    seconds: Double = 30, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw CKError(.internalError, userInfo: [NSLocalizedDescriptionKey: "timed out"])
+        }
+        let result = try await group.next()!
+        group.cancelAll()
+        return result
+    }
+}

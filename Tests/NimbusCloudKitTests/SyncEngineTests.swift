@@ -1,0 +1,154 @@
+import Foundation
+import NimbusCloudKit
+import Testing
+
+/// CKSyncEngine against a real server: events in CloudKit's order, the sync-engine sample's
+/// two devices (batches past the server's limit, conflicts, zoneNotFound and unknownItem
+/// recovery), account changes and push-driven automatic sync.
+@Suite("CKSyncEngine")
+struct SyncEngineTests {
+    @Test func aFetchAndASendReportTheirEventsInCloudKitsOrder() async throws {
+        try await CloudKitServer.with { server in
+            let database = try await server.container(user: "ada").privateCloudDatabase
+            let device = ContactsDevice()
+            await device.start(database: database)
+            await device.createZone()
+            await device.edit("c1", name: "Grace", at: Date(timeIntervalSince1970: 100))
+            try await device.syncEngine.sendChanges()
+            #expect(await device.events == [
+                "accountChange(signIn)", "stateUpdate", "willSendChanges",
+                "sentDatabaseChanges(1 saved, 0 failed)", "stateUpdate",
+                "sentRecordZoneChanges(1 saved, 0 failed, 0 deleted)", "stateUpdate", "didSendChanges",
+            ])
+            #expect(await device.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+            #expect(await device.syncEngine.state.pendingDatabaseChanges.isEmpty)
+
+            let other = ContactsDevice()
+            await other.start(database: database)
+            try await other.syncEngine.fetchChanges()
+            #expect(await other.events == [
+                "accountChange(signIn)", "stateUpdate", "willFetchChanges",
+                "fetchedDatabaseChanges(1 modified, 0 deleted)", "stateUpdate",
+                "willFetchRecordZoneChanges(Contacts)", "fetchedRecordZoneChanges(1 modified, 0 deleted)", "stateUpdate",
+                "didFetchRecordZoneChanges(Contacts)", "didFetchChanges",
+            ])
+            #expect(await other.contacts["c1"]?.name == "Grace")
+        }
+    }
+
+    @Test func theSampleSyncsTwoDevicesThroughConflictsLostZonesAndLostRecords() async throws {
+        try await CloudKitServer.with { server in
+            let connection = try await server.connection(user: "ada")
+            var second = connection
+            second.deviceID = "device-b"
+            let databaseA = CKContainer(identifier: CloudKitServer.containerID, connection: connection).privateCloudDatabase
+            let databaseB = CKContainer(identifier: CloudKitServer.containerID, connection: second).privateCloudDatabase
+            let a = ContactsDevice()
+            let b = ContactsDevice()
+            await a.start(database: databaseA)
+            await b.start(database: databaseB)
+
+            // More than 400 pending records in one send: the engine sends them in requests
+            // the server accepts, without the app seeing it.
+            await a.createZone()
+            for index in 0..<450 { await a.edit("c\(index)", name: "Contact \(index)", at: Date(timeIntervalSince1970: 10)) }
+            try await a.syncEngine.sendChanges()
+            #expect(await a.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+            let sent = await a.events.filter { $0.hasPrefix("sentRecordZoneChanges") }
+            #expect(sent.count >= 3)
+            #expect(!sent.contains { $0.contains(" 0 saved") })
+            try await b.syncEngine.fetchChanges()
+            #expect(await b.contacts.count == 450)
+
+            // Both edit c1; the newer edit (B's) wins on both devices.
+            await a.edit("c1", name: "A's edit", at: Date(timeIntervalSince1970: 100))
+            await b.edit("c1", name: "B's edit", at: Date(timeIntervalSince1970: 200))
+            try await a.syncEngine.sendChanges()
+            try await b.syncEngine.sendChanges()   // conflict: B is newer, re-queued
+            try await b.syncEngine.sendChanges()
+            try await a.syncEngine.fetchChanges()
+            #expect(await a.contacts["c1"]?.name == "B's edit")
+            // Both edit c2; the newer edit (A's) wins.
+            await a.edit("c2", name: "A newer", at: Date(timeIntervalSince1970: 300))
+            await b.edit("c2", name: "B older", at: Date(timeIntervalSince1970: 250))
+            try await a.syncEngine.sendChanges()
+            try await b.syncEngine.sendChanges()   // conflict: the server is newer, B takes it
+            #expect(await b.contacts["c2"]?.name == "A newer")
+            let stillPending = await b.syncEngine.state.pendingRecordZoneChanges
+            let lastEvents = await b.events.suffix(30).filter { !$0.hasPrefix("stateUpdate") }
+            #expect(stillPending.isEmpty, "\(stillPending) \(lastEvents)")
+
+            // A record deleted behind B's back: B's edit fails with unknownItem and is saved anew.
+            _ = try await databaseA.deleteRecord(withID: ContactsDevice.recordID("c3"))
+            await b.edit("c3", name: "Still here", at: Date(timeIntervalSince1970: 400))
+            try await b.syncEngine.sendChanges()
+            try await b.syncEngine.sendChanges()
+            #expect(try await databaseA.record(for: ContactsDevice.recordID("c3"))["name"] as? String == "Still here")
+
+            // The zone deleted behind B's back: zoneNotFound, the zone is recreated, the edit saved.
+            _ = try await databaseA.deleteRecordZone(withID: ContactsDevice.zoneID)
+            await b.edit("c4", name: "Rescued", at: Date(timeIntervalSince1970: 500))
+            try await b.syncEngine.sendChanges()
+            try await b.syncEngine.sendChanges()
+            #expect(try await databaseA.record(for: ContactsDevice.recordID("c4"))["name"] as? String == "Rescued")
+            #expect(await b.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+        }
+    }
+
+    @Test func theStateSurvivesARestartAndAnotherUserIsAnAccountSwitch() async throws {
+        try await CloudKitServer.with { server in
+            let ada = try await server.container(user: "ada")
+            let device = ContactsDevice()
+            await device.start(database: ada.privateCloudDatabase)
+            await device.createZone()
+            await device.edit("c1", name: "Grace", at: Date(timeIntervalSince1970: 1))
+            try await device.syncEngine.fetchChanges()
+            let state = try #require(await device.savedState)
+
+            // A restart with the saved state: nothing new to fetch, the edit still pending.
+            let restarted = ContactsDevice()
+            await restarted.start(database: ada.privateCloudDatabase, state: state)
+            #expect(await restarted.syncEngine.state.pendingRecordZoneChanges == [.saveRecord(ContactsDevice.recordID("c1"))])
+            try await restarted.syncEngine.fetchChanges()
+            #expect(!(await restarted.events.contains("accountChange(signIn)")))
+
+            // The same state with another user signed in.
+            let bob = try await server.container(user: "bob")
+            let switched = ContactsDevice()
+            await switched.start(database: bob.privateCloudDatabase, state: state)
+            try await switched.syncEngine.fetchChanges()
+            #expect(await switched.events.first == "accountChange(switchAccounts)")
+            #expect(await switched.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+        }
+    }
+
+    @Test func automaticSyncSendsPendingChangesAndFetchesOnPush() async throws {
+        try await CloudKitServer.with { server in
+            let connection = try await server.connection(user: "ada")
+            var second = connection
+            second.deviceID = "device-b"
+            let containerA = CKContainer(identifier: CloudKitServer.containerID, connection: connection)
+            let containerB = CKContainer(identifier: CloudKitServer.containerID, connection: second)
+            let a = ContactsDevice()
+            let b = ContactsDevice()
+            await b.start(database: containerB.privateCloudDatabase, automatically: true)
+            try await server.waitForPushDevices(1, of: containerB)
+            try await waitFor(seconds: 30) { await b.events.contains("didFetchChanges") }
+
+            await a.start(database: containerA.privateCloudDatabase, automatically: true)
+            await a.createZone()
+            await a.edit("c1", name: "Pushed", at: Date(timeIntervalSince1970: 1))
+            try await waitFor(seconds: 30) { await b.contacts["c1"]?.name == "Pushed" }
+            #expect(await a.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+        }
+    }
+}
+
+/// Waits for an async condition (polling), failing after `seconds`.
+func waitFor(seconds: Double, _ condition: @Sendable () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else { throw CKError(.internalError, userInfo: [NSLocalizedDescriptionKey: "timed out"]) }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
