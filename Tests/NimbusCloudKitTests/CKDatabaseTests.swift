@@ -5,8 +5,9 @@ import Testing
 /// CloudKit's async database API against a real server.
 @Suite("CKDatabase")
 struct CKDatabaseTests {
-    @Test func recordsAreSavedFetchedAndDeletedWithCloudKitsValueTypes() async throws {
-        try await CloudKitServer.with { server in
+    @Test(arguments: Engine.available)
+    func recordsAreSavedFetchedAndDeletedWithCloudKitsValueTypes(engine: Engine) async throws {
+        try await CloudKitServer.with(engine: engine) { server in
             let database = try await server.container(user: "ada").privateCloudDatabase
             let record = CKRecord(recordType: "Note", recordID: CKRecord.ID(recordName: "n1"))
             record["title"] = "Groceries" as CKRecordValue
@@ -64,8 +65,9 @@ struct CKDatabaseTests {
         }
     }
 
-    @Test func queriesTranslatePredicatesAndSortAndPageWithACursor() async throws {
-        try await CloudKitServer.with { server in
+    @Test(arguments: Engine.available)
+    func queriesTranslatePredicatesAndSortAndPageWithACursor(engine: Engine) async throws {
+        try await CloudKitServer.with(engine: engine) { server in
             let database = try await server.container(user: "ada").publicCloudDatabase
             var records: [CKRecord] = []
             for index in 0..<5 {

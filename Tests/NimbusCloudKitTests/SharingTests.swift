@@ -5,8 +5,9 @@ import Testing
 /// CloudKit's sharing flow between two users, through NimbusCloudKit only.
 @Suite("Sharing")
 struct SharingTests {
-    @Test func aHierarchyIsSharedResolvedAcceptedAndReadFromTheSharedDatabase() async throws {
-        try await CloudKitServer.with { server in
+    @Test(arguments: Engine.available)
+    func aHierarchyIsSharedResolvedAcceptedAndReadFromTheSharedDatabase(engine: Engine) async throws {
+        try await CloudKitServer.with(engine: engine) { server in
             let alice = try await server.container(user: "alice")
             let bob = try await server.container(user: "bob")
             let owner = alice.privateCloudDatabase

@@ -36,8 +36,9 @@ struct SyncEngineTests {
         }
     }
 
-    @Test func theSampleSyncsTwoDevicesThroughConflictsLostZonesAndLostRecords() async throws {
-        try await CloudKitServer.with { server in
+    @Test(arguments: Engine.available)
+    func theSampleSyncsTwoDevicesThroughConflictsLostZonesAndLostRecords(engine: Engine) async throws {
+        try await CloudKitServer.with(engine: engine) { server in
             let connection = try await server.connection(user: "ada")
             var second = connection
             second.deviceID = "device-b"
@@ -122,8 +123,9 @@ struct SyncEngineTests {
         }
     }
 
-    @Test func automaticSyncSendsPendingChangesAndFetchesOnPush() async throws {
-        try await CloudKitServer.with { server in
+    @Test(arguments: Engine.available)
+    func automaticSyncSendsPendingChangesAndFetchesOnPush(engine: Engine) async throws {
+        try await CloudKitServer.with(engine: engine) { server in
             let connection = try await server.connection(user: "ada")
             var second = connection
             second.deviceID = "device-b"

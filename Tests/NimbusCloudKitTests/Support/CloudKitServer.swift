@@ -18,22 +18,23 @@ final class CloudKitServer: Sendable {
         self.apiToken = apiToken
     }
 
-    /// Runs `body` against a fresh server, then stops it and removes its files.
-    static func with<T: Sendable>(_ body: (CloudKitServer) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("nimbus-cloudkit-\(UUID().uuidString)").path
+    /// Runs `body` against a fresh server on `engine`, then stops it and removes its data.
+    static func with<T: Sendable>(engine: Engine = .sqlite, _ body: (CloudKitServer) async throws -> T) async throws -> T {
         var logger = Logger(label: "nimbus-cloudkit-test")
         logger.logLevel = .critical
-        let server = try await RunningServer.start(ServerConfiguration(port: 0, dataDirectory: directory), logger: logger)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = ServerConfiguration(port: 0, dataDirectory: "")
+        configuration.storage = engine.freshStorage()
+        let server = try await RunningServer.start(configuration, logger: logger)
         do {
             let live = CloudKitServer(
                 server: server, apiToken: try await server.store.createContainer(containerID).token)
             let result = try await body(live)
             try await server.stop()
+            try? await configuration.storage.removeAll(logger: logger)
             return result
         } catch {
             try? await server.stop()
+            try? await configuration.storage.removeAll(logger: logger)
             throw error
         }
     }
