@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NimbusProtocol
 
-/// The asset wire as a CloudKit Web Services client speaks it (README, "Assets"): an upload
+/// The asset wire as a CloudKit Web Services client speaks it (docs/ASSETS.md): an upload
 /// URL from `assets/upload`, the file's bytes streamed to it (a `POST`, or Nimbus's resumable
 /// `PUT` chunks), the `singleFile` saved as an `ASSETID` field by `records/modify`, and the
 /// `ASSET`'s `downloadURL` from `records/lookup` streamed into a file. Bodies stream both

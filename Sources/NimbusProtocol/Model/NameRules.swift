@@ -1,6 +1,6 @@
 import Foundation
 
-/// The rules for the names a request brings (see the README's "Names and values").
+/// The rules for the names a request brings (see docs/API.md, "Names and values").
 ///
 /// Two kinds of names:
 /// - **Names** — record names, zone names, subscription IDs: 1 to 255 bytes of UTF-8, no

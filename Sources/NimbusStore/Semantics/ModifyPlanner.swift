@@ -132,7 +132,7 @@ public struct ModifyPlanner: Sendable {
                 throw CloudKitError(.notFound, "record '\(name)' does not exist", recordName: name)
             }
             // A `delete` locks on the tag it carries; without one it deletes by record name,
-            // as CloudKit does (README: "Deleting without a change tag").
+            // as CloudKit does (docs/API.md: "Deleting without a change tag").
             if operation.type.isLocked, record.recordChangeTag?.isEmpty == false { try checkTag(record, against: existing) }
             let tombstone = makeTombstone(of: existing)
             stage(before: existing, after: tombstone)
