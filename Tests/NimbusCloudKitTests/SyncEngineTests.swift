@@ -154,3 +154,20 @@ func waitFor(seconds: Double, _ condition: @Sendable () async -> Bool) async thr
         try await Task.sleep(for: .milliseconds(20))
     }
 }
+
+/// CKSyncEngine's refusals.
+@Suite("CKSyncEngine refusals")
+struct SyncEngineRefusalTests {
+    @Test func thePublicDatabaseIsRefusedAsBadDatabase() async throws {
+        try await CloudKitServer.with { server in
+            let device = ContactsDevice()
+            await device.start(database: try await server.container(user: "ada").publicCloudDatabase)
+            do {
+                try await device.syncEngine.fetchChanges()
+                Issue.record("a sync engine fetched the public database")
+            } catch CKError.badDatabase {
+            }
+            #expect(await device.events.isEmpty)
+        }
+    }
+}

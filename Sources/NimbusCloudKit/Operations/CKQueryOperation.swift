@@ -99,7 +99,7 @@ public final class CKQueryCursor: NSObject, NSSecureCoding, NSCopying, Sendable 
 
     public required init?(coder: NSCoder) {
         guard let data = coder.decodeObject(of: NSData.self, forKey: "NimbusCursor"),
-            let json = try? JSON.parse(Array(Data(data))), let marker = json["marker"]?.string,
+            let json = try? JSON.parse(Array(Data(referencing: data))), let marker = json["marker"]?.string,
             let queryJSON = json["query"], let query = try? RecordQuery(wire: WireReader(queryJSON))
         else { return nil }
         let zoneID = json["zoneID"].flatMap { try? ZoneID(wire: WireReader($0)) }

@@ -59,11 +59,11 @@ open class CKRecord: NSObject, NSSecureCoding, NSCopying, CKRecordKeyValueSettin
         // Off Apple platforms, decoding a key the archive lacks raises: ask first.
         guard coder.containsValue(forKey: Self.systemFieldsKey),
             let data = coder.decodeObject(of: NSData.self, forKey: Self.systemFieldsKey),
-            var record = try? Record(systemFieldsData: Data(data))
+            var record = try? Record(systemFieldsData: Data(referencing: data))
         else { return nil }
         if coder.containsValue(forKey: Self.fieldsKey),
             let fieldsData = coder.decodeObject(of: NSData.self, forKey: Self.fieldsKey),
-            let json = try? JSON.parse(Array(Data(fieldsData))), let fields = json.object
+            let json = try? JSON.parse(Array(Data(referencing: fieldsData))), let fields = json.object
         {
             for (key, value) in fields {
                 guard let field = try? FieldValue(wire: WireReader(value)) else { return nil }

@@ -109,7 +109,7 @@ extension Data: CKRecordValueProtocol, FieldValueConvertible {
 }
 
 extension NSData: CKRecordValueProtocol, FieldValueConvertible {
-    var ckFieldValue: FieldValue? { .bytes(Data(self)) }
+    var ckFieldValue: FieldValue? { .bytes(Data(referencing: self)) }
 }
 
 extension CLLocation: CKRecordValueProtocol, FieldValueConvertible {
