@@ -5,7 +5,7 @@ import Testing
 /// CKSyncEngine against a real server: events in CloudKit's order, the sync-engine sample's
 /// two devices (batches past the server's limit, conflicts, zoneNotFound and unknownItem
 /// recovery), account changes and push-driven automatic sync.
-@Suite("CKSyncEngine")
+@Suite("CKSyncEngine", .timeLimit(.minutes(10)))
 struct SyncEngineTests {
     @Test func aFetchAndASendReportTheirEventsInCloudKitsOrder() async throws {
         try await CloudKitServer.with { server in

@@ -9,7 +9,7 @@ import WSCore
 
 /// Refused, stalled and dead connections: none of them may block a commit or another
 /// device's pushes.
-@Suite("Push resilience", .timeLimit(.minutes(3)))
+@Suite("Push resilience", .timeLimit(.minutes(10)))
 struct PushResilienceTests {
     @Test(arguments: Engine.available) func refusedConnectionsAreClosedWithTheirReason(engine: Engine) async throws {
         try await TestServer.with(engine) { server in

@@ -5,7 +5,7 @@ import Testing
 
 /// The `reading-list` commands, called as functions on device directories, against a real
 /// in-process server.
-@Suite("reading-list commands", .timeLimit(.minutes(2)))
+@Suite("reading-list commands", .timeLimit(.minutes(10)))
 struct ReadingListCommandsTests {
     static let article = "https://news.example.com/2016/cloudkit-sync-nightmare"
 

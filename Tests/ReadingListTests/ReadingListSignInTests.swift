@@ -19,7 +19,7 @@ actor MailBox: MailSender {
 }
 
 /// `reading-list signup`, `verify`, `signin` and `signout` against a real server.
-@Suite("reading-list sign-in", .timeLimit(.minutes(2)))
+@Suite("reading-list sign-in", .timeLimit(.minutes(10)))
 struct ReadingListSignInTests {
     func commands(_ log: OutputLog) -> ReadingListCommands {
         ReadingListCommands(output: { log.append($0) })

@@ -5,7 +5,7 @@ import ReadingList
 import Testing
 
 /// `reading-list status`: the device's sync diagnostics, readable and as JSON, with no network.
-@Suite("reading-list status", .timeLimit(.minutes(2)))
+@Suite("reading-list status", .timeLimit(.minutes(10)))
 struct ReadingListStatusTests {
     @Test func statusShowsWhatIsPendingAndTheLastSyncAsTextAndJSON() async throws {
         try await TestWorld.with { world in

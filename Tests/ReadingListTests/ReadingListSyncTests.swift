@@ -7,7 +7,7 @@ import Testing
 
 /// The Reading List on two devices of one user against a real in-process server, over HTTP
 /// and the push WebSocket. Every wait is on a device's local store (with a guard timeout).
-@Suite("Reading List sync", .timeLimit(.minutes(2)))
+@Suite("Reading List sync", .timeLimit(.minutes(10)))
 struct ReadingListSyncTests {
     static let article = "https://news.example.com/2016/cloudkit-sync-nightmare"
 

@@ -7,7 +7,7 @@ import Testing
 
 /// An article's thumbnail: added with `reading-list add --thumbnail`, uploaded with the
 /// bookmark, and fetched lazily on the other device.
-@Suite("Reading List thumbnails", .timeLimit(.minutes(2)))
+@Suite("Reading List thumbnails", .timeLimit(.minutes(10)))
 struct ThumbnailSyncTests {
     static let article = "https://news.example.com/2016/cloudkit-sync-nightmare"
 

@@ -115,7 +115,7 @@ struct FormBrowser {
             request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
             request.body = .bytes(ByteBuffer(string: form))
         }
-        let response = try await client.execute(request, timeout: .seconds(60))
+        let response = try await client.execute(request, timeout: .seconds(300))
         let buffer = try await response.body.collect(upTo: 1 << 20)
         return Page(status: Int(response.status.code), headers: response.headers, text: String(buffer: buffer))
     }

@@ -36,7 +36,7 @@ extension TestClient {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let bytes { request.body = .bytes(ByteBuffer(bytes: bytes)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(300))
         let buffer = try await response.body.collect(upTo: 256 << 20)
         return RawReply(status: Int(response.status.code), headers: response.headers, bytes: Array(buffer.readableBytesView))
     }

@@ -142,7 +142,7 @@ struct TestClient: Sendable {
 
     /// Sends one request and reads the whole answer; fails when it takes longer than `timeout`.
     func send(
-        _ url: String, method: HTTPMethod, body: [UInt8]?, headers: [(String, String)], timeout: TimeAmount = .seconds(60)
+        _ url: String, method: HTTPMethod, body: [UInt8]?, headers: [(String, String)], timeout: TimeAmount = .seconds(300)
     ) async throws -> Reply {
         var request = HTTPClientRequest(url: url)
         request.method = method

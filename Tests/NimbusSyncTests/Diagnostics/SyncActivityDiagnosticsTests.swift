@@ -7,7 +7,7 @@ import Testing
 
 /// The engine-wide and per-zone activity in ``SyncDiagnostics``: fetches and tokens,
 /// subscriptions, the push channel, conflicts, throttling.
-@Suite("Sync diagnostics: activity", .timeLimit(.minutes(2)))
+@Suite("Sync diagnostics: activity", .timeLimit(.minutes(10)))
 struct SyncActivityDiagnosticsTests {
     static let zones = ["ReadingList", "ReadingHistory"]
 

@@ -7,7 +7,7 @@ import Testing
 
 /// "Why didn't it sync?" on the device: ``SyncEngine/diagnostics(pendingLimit:)`` against a
 /// real server, through the engine's public API.
-@Suite("Sync diagnostics", .timeLimit(.minutes(2)))
+@Suite("Sync diagnostics", .timeLimit(.minutes(10)))
 struct SyncDiagnosticsTests {
     static let zones = ["ReadingList", "ReadingHistory"]
 
