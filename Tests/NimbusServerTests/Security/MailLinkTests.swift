@@ -101,17 +101,28 @@ struct MailLinkTests {
         try await TestServer.withSignIn(.sqlite, outbox: outbox) { server in
             try await server.enablePasswords()
             let browser = FormBrowser()
-            defer { Task { try? await browser.shutdown() } }
-            let page = "\(server.server.baseURL)/signin/\(TestServer.container)/development/signup"
-            let form = try await browser.get(page)
-            #expect(!form.text.contains(Poisoning.attackerHost))
-            let posted = try await browser.post(
-                page, form: [("csrf", form.csrfField ?? ""), ("email", "page@example.com"), ("password", "correct horse")],
-                cookie: form.csrfCookie, headers: poisoning.headers)
-            #expect(posted.status == 200, "\(posted.text)")
-            #expect(!posted.text.contains(Poisoning.attackerHost))
-            let mail = try #require(outbox.all.last { $0.to == "page@example.com" })
-            #expect(Self.links(mail.body).allSatisfy { $0.hasPrefix("http://127.0.0.1:\(server.server.port)/") }, "\(mail.body)")
+            do {
+                try await Self.signUpThroughThePage(server, browser, outbox, poisoning)
+            } catch {
+                try? await browser.shutdown()
+                throw error
+            }
+            try await browser.shutdown()
         }
+    }
+
+    static func signUpThroughThePage(
+        _ server: TestServer, _ browser: FormBrowser, _ outbox: MailOutbox, _ poisoning: Poisoning
+    ) async throws {
+        let page = "\(server.server.baseURL)/signin/\(TestServer.container)/development/signup"
+        let form = try await browser.get(page)
+        #expect(!form.text.contains(Poisoning.attackerHost))
+        let posted = try await browser.post(
+            page, form: [("csrf", form.csrfField ?? ""), ("email", "page@example.com"), ("password", "correct horse")],
+            cookie: form.csrfCookie, headers: poisoning.headers)
+        #expect(posted.status == 200, "\(posted.text)")
+        #expect(!posted.text.contains(Poisoning.attackerHost))
+        let mail = try #require(outbox.all.last { $0.to == "page@example.com" })
+        #expect(Self.links(mail.body).allSatisfy { $0.hasPrefix("http://127.0.0.1:\(server.server.port)/") }, "\(mail.body)")
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 /// What a reverse proxy says the client asked for: the host and scheme of `Forwarded`
@@ -54,7 +55,7 @@ struct ForwardedHeaders: Equatable {
             if character == "\"" { quoted.toggle() }
             if character == ",", !quoted { elements.append("") } else { elements[elements.count - 1].append(character) }
         }
-        let last = elements.last?.trimmingCharacters(in: [" ", "\t"]) ?? ""
+        let last = elements.last?.trimmingCharacters(in: .whitespaces) ?? ""
         return last.isEmpty ? nil : last
     }
 
@@ -63,17 +64,11 @@ struct ForwardedHeaders: Equatable {
         var result: [String: String] = [:]
         for pair in element.split(separator: ";") {
             guard let equals = pair.firstIndex(of: "=") else { continue }
-            let name = pair[..<equals].trimmingCharacters(in: [" ", "\t"]).lowercased()
-            var value = pair[pair.index(after: equals)...].trimmingCharacters(in: [" ", "\t"])
+            let name = pair[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+            var value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             if result[name] == nil { result[name] = value }
         }
         return result
-    }
-}
-
-extension StringProtocol {
-    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
-        String(drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
     }
 }
