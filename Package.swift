@@ -18,7 +18,9 @@ let package = Package(
         .executable(name: "nimbus-bench", targets: ["NimbusBench"]),
         .library(name: "NimbusProtocol", targets: ["NimbusProtocol"]),
         .library(name: "NimbusStore", targets: ["NimbusStore"]),
+        .library(name: "NimbusSQLite", targets: ["NimbusSQLite"]),
         .library(name: "NimbusPostgres", targets: ["NimbusPostgres"]),
+        .library(name: "NimbusEngines", targets: ["NimbusEngines"]),
         .library(name: "NimbusServer", targets: ["NimbusServer"]),
         .library(name: "Nimbus", targets: ["Nimbus"]),
         .library(name: "NimbusSync", targets: ["NimbusSync"]),
@@ -67,14 +69,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Storage protocol and the embedded SQLite engine.
+        // The storage core: the storage seam's protocols, the stored model, and every rule
+        // an engine must keep (plans, paging, tokens, errors). No engine, no SQL.
         .target(
             name: "NimbusStore",
             dependencies: [
                 "NimbusProtocol",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                // SQLite's C API, for the statements a modify runs per record (`DirectStatement`).
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // Signing sync tokens (HMAC-SHA256 with the server's secret).
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Stored values that no longer decode are logged, not thrown.
@@ -83,6 +83,18 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // Asset bytes cross the `AssetStore` seam as the HTTP server's `ByteBuffer`s.
                 .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The embedded SQLite engine: runs the statements the storage core asks for, on GRDB.
+        .target(
+            name: "NimbusSQLite",
+            dependencies: [
+                "NimbusStore",
+                "NimbusProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the statements a modify runs per record (`DirectStatement`).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -102,13 +114,26 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The engines Nimbus ships, composed: opens the storage a `StorageLocation` names and
+        // starts a server on it. What `nimbus`, the benchmarks and the tests link; the server
+        // itself knows only the storage core.
+        .target(
+            name: "NimbusEngines",
+            dependencies: [
+                "NimbusStore",
+                "NimbusSQLite",
+                "NimbusPostgres",
+                "NimbusServer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // HTTP API, auth, provisioning, push hub.
         .target(
             name: "NimbusServer",
             dependencies: [
                 "NimbusProtocol",
                 "NimbusStore",
-                "NimbusPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -250,6 +275,7 @@ let package = Package(
         .target(
             name: "ReadingListSandbox",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "ReadingList",
                 "NimbusServer",
                 "NimbusStore",
@@ -263,6 +289,7 @@ let package = Package(
         .executableTarget(
             name: "NimbusCLI",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusServer",
@@ -278,6 +305,7 @@ let package = Package(
         .executableTarget(
             name: "NimbusDemo",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol",
                 "NimbusServer",
                 "Nimbus",
@@ -297,6 +325,7 @@ let package = Package(
         .executableTarget(
             name: "NimbusBench",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 .target(name: "CBenchSockets", condition: .when(platforms: [.linux])),
                 "NimbusProtocol",
                 "NimbusStore",
@@ -322,6 +351,7 @@ let package = Package(
         .testTarget(
             name: "NimbusTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "Nimbus",
                 "NimbusProtocol",
                 "NimbusStore",
@@ -339,6 +369,7 @@ let package = Package(
         .testTarget(
             name: "NimbusSyncTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -349,6 +380,7 @@ let package = Package(
         .testTarget(
             name: "NimbusBenchTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusBench",
                 "NimbusServer",
                 "NimbusStore",
@@ -361,6 +393,7 @@ let package = Package(
         .testTarget(
             name: "NimbusCloudKitTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusCloudKit", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -379,6 +412,7 @@ let package = Package(
         .testTarget(
             name: "ReadingListTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "ReadingList", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -388,6 +422,7 @@ let package = Package(
         .testTarget(
             name: "SharedAlbumTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "SharedAlbum", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -396,12 +431,15 @@ let package = Package(
         .testTarget(
             name: "NimbusStoreTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol", "NimbusStore",
                 // The store's behaviour tests run on both engines.
                 "NimbusPostgres",
                 .product(name: "Logging", package: "swift-log"),
                 // Holding statements in a connection's trace hook (SQLiteReadThreadTests).
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // `@testable import NimbusSQLite` reads the engine's SQLite C module too.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // An upload's file written from `ByteBuffer`s (UploadFileTests).
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
@@ -410,6 +448,7 @@ let package = Package(
         .testTarget(
             name: "NimbusPostgresTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusPostgres",
@@ -422,6 +461,7 @@ let package = Package(
         .testTarget(
             name: "NimbusDashboardTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusDashboard", "NimbusServer", "NimbusStore", "NimbusProtocol",
                 // The traces page's tests make traced changes with the SDK.
                 "Nimbus",
@@ -435,6 +475,7 @@ let package = Package(
         .testTarget(
             name: "NimbusServerTests",
             dependencies: [
+                "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusServer",
@@ -455,6 +496,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // Reaching into the store's file to prove notifications share the write's transaction.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // `@testable import NimbusSQLite` reads the engine's SQLite C module too.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // Dropping each PostgreSQL test's schema; rows written straight to storage.
                 "NimbusPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -5,6 +5,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NimbusProtocol
+import NimbusSQLite
 import NimbusStore
 
 /// `nimbus-bench store-write`: how long one `records/modify` transaction holds the embedded

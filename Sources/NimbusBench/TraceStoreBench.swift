@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NimbusSQLite
 import NimbusStore
 
 /// `nimbus-bench trace-store`: what writing the spans of traced requests costs the embedded

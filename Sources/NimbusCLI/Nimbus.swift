@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import NimbusEngines
+import NimbusStore
 import NimbusServer
 
 /// The `nimbus` command.

@@ -1,5 +1,6 @@
 import Foundation
 import NIOSSL
+import NimbusStore
 import PostgresNIO
 
 /// Parses `postgres://` connection URLs into the driver's configuration.
@@ -45,9 +46,7 @@ enum PostgresURL {
 
     /// The URL without its password, for messages and logs.
     static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? url
+        StorageLocation.redacted(url)
     }
 }
 

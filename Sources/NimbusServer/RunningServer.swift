@@ -58,17 +58,23 @@ public final class RunningServer: Sendable {
         self.runTask = runTask
     }
 
-    /// Opens the store and starts serving; returns once the port is bound.
+    /// Starts serving on an open store; returns once the port is bound.
+    ///
+    /// The server owns `store` from here on: it closes it when it stops (or fails to start).
+    /// Module `NimbusEngines` opens the store that ``ServerConfiguration/storage`` names and
+    /// calls this (`RunningServer.start(configuration)`); an app that brings an engine of its
+    /// own passes its store here.
     /// - Parameters:
+    ///   - store: the storage engine, open and migrated.
+    ///   - assetBytes: where asset bytes live for `store`.
     ///   - handleSignals: shut down gracefully on SIGINT and SIGTERM (`nimbus serve`).
     ///   - delivery: what write paths hand committed notifications to, given the server's push
     ///     hub (by default the hub itself); tests wrap the hub to record what is sent.
     public static func start(
-        _ configuration: ServerConfiguration, handleSignals: Bool = false,
-        logger: Logger = Logger(label: "nimbus"),
+        _ configuration: ServerConfiguration, store: any NimbusStorage, assetBytes: any AssetStore,
+        handleSignals: Bool = false, logger: Logger = Logger(label: "nimbus"),
         delivery: @Sendable (PushHub) -> any PushDelivery = { $0 }
     ) async throws -> RunningServer {
-        let store = try await configuration.storage.open(logger: logger, clock: configuration.clock)
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         // Per server, never `MetricsSystem.bootstrap`: servers in one process count apart.
         let registry = configuration.metrics.enabled ? PrometheusCollectorRegistry() : nil
@@ -85,7 +91,6 @@ public final class RunningServer: Sendable {
             journal: journal, settings: configuration.tracing, random: { Double.random(in: 0..<1) },
             ids: TraceIDGenerator(seed: UInt64.random(in: .min ... .max)))
         let hub = PushHub(tracer: tracer, metrics: metrics)
-        let assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
         let links = AssetLinks(tokens: try store.changeTokens)
         let origins = OriginPolicy(configuration.origin)
         var api = CloudKitAPI(

@@ -2,6 +2,7 @@
 #if os(Linux)
 import Foundation
 import Logging
+import NimbusEngines
 import NimbusServer
 import NimbusStore
 import Testing

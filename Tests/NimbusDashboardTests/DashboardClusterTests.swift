@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NimbusDashboard
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

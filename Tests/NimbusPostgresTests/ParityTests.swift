@@ -1,5 +1,6 @@
 import Foundation
 import NimbusProtocol
+import NimbusSQLite
 import NimbusStore
 import PostgresNIO
 import Testing

@@ -1,7 +1,9 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOHTTP1
+import NimbusEngines
 import NimbusProtocol
+import NimbusSQLite
 import NimbusServer
 import NimbusStore
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

@@ -1,7 +1,9 @@
 import Foundation
 import GRDB
+import NimbusEngines
 import NimbusPostgres
 import NimbusProtocol
+import NimbusSQLite
 import NimbusServer
 import NimbusStore
 import Testing

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOHTTP1
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

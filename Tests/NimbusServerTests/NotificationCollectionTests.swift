@@ -1,7 +1,10 @@
 import Foundation
 import GRDB
+// `@testable import NimbusSQLite` needs the SQLite C module the engine imports.
+import GRDBSQLite
 import NimbusProtocol
 import NimbusServer
+@testable import NimbusSQLite
 @testable import NimbusStore
 import Testing
 

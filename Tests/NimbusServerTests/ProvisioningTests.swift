@@ -1,4 +1,5 @@
 import Logging
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

@@ -3,6 +3,7 @@ import GRDB
 import NimbusProtocol
 import Testing
 
+@testable import NimbusSQLite
 @testable import NimbusStore
 
 /// Upgrading a SQLite store to `v5-server-secret`: earlier releases registered any token a

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

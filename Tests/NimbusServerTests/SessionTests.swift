@@ -1,5 +1,6 @@
 import Foundation
 import NIOWebSocket
+import NimbusEngines
 import WSCore
 import NimbusProtocol
 import NimbusServer

@@ -1,3 +1,4 @@
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import Testing

@@ -5,6 +5,7 @@ import Testing
 import Glibc
 #endif
 
+@testable import NimbusSQLite
 @testable import NimbusStore
 
 /// The thread the trace file is written on: jobs run on one thread at nice 19, their results

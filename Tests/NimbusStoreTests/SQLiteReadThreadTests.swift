@@ -1,8 +1,11 @@
 import Foundation
 import GRDB
+// `@testable import NimbusSQLite` needs the SQLite C module the engine imports.
+import GRDBSQLite
 import NimbusProtocol
 import Testing
 
+@testable import NimbusSQLite
 @testable import NimbusStore
 
 /// SQLite blocks the thread that runs a statement. The store's reads must therefore run on

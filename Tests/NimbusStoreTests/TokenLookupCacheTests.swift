@@ -3,6 +3,7 @@ import GRDB
 import NimbusProtocol
 import Testing
 
+@testable import NimbusSQLite
 @testable import NimbusStore
 
 /// The SQLite store answers a request's token lookup from memory while the answer is fresh:

@@ -3,6 +3,7 @@ import GRDB
 import NimbusProtocol
 import Testing
 
+@testable import NimbusSQLite
 @testable import NimbusStore
 
 /// Upgrading a trace file to `v2-trace-spans-in-order` (spans kept in write order) and

@@ -3,6 +3,7 @@ import GRDB
 import NimbusProtocol
 import Testing
 
+@testable import NimbusSQLite
 @testable import NimbusStore
 
 /// The SQLite trace file indexes its rows' trace IDs and record names in bulk

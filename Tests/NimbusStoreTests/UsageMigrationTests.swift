@@ -3,6 +3,7 @@ import GRDB
 import NimbusProtocol
 import Testing
 
+@testable import NimbusSQLite
 @testable import NimbusStore
 
 /// Upgrading a SQLite store to `v8-usage`: the counter of every existing database is filled

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NimbusEngines
 import NimbusServer
 import NimbusStore
 import ReadingList

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import NimbusServer
+import NimbusEngines
 import NimbusProtocol
 import NimbusStore
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NimbusCloudKit
+import NimbusEngines
 import NimbusServer
 import NimbusProtocol
 import NimbusStore

@@ -1,4 +1,6 @@
 import Foundation
+import NimbusEngines
+import NimbusStore
 import NimbusServer
 import Testing
 

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NimbusDashboard
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

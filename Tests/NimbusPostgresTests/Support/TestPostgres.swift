@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NimbusProtocol
+import NimbusSQLite
 import NimbusStore
 import PostgresNIO
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusEngines
 import NimbusServer
 import NimbusStore
 import Testing

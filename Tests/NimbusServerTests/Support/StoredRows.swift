@@ -1,6 +1,8 @@
 import Foundation
 import GRDB
+import NimbusEngines
 import NimbusServer
+import NimbusStore
 import PostgresNIO
 
 @testable import NimbusPostgres

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NimbusPostgres
 import NimbusProtocol
+import NimbusSQLite
 import NimbusStore
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Nimbus
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore

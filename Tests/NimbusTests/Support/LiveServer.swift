@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Nimbus
+import NimbusEngines
 import NimbusServer
 import NimbusStore
 

@@ -1,0 +1,62 @@
+import Foundation
+import Logging
+import NimbusPostgres
+import NimbusSQLite
+import NimbusStore
+
+extension StorageLocation {
+    /// Opens the engine this location names, migrating its schema.
+    ///
+    /// ```swift
+    /// let store = try await StorageLocation.sqlite(directory: "nimbus-data").open(logger: logger)
+    /// defer { Task { try await store.shutdown() } }
+    /// ```
+    /// - Parameter clock: the time of day the store stamps rows with.
+    public func open(logger: Logger, clock: WallClock = .system) async throws -> any NimbusStorage {
+        switch self {
+        case .sqlite(let directory):
+            return try SQLiteStore(directory: directory, clock: clock)
+        case .postgres(let url, let schema):
+            return try await PostgresStore.open(url: url, schema: schema, clock: clock, logger: logger)
+        }
+    }
+
+    /// Where asset bytes live for `store` (this location's engine): `directory` when one is
+    /// configured (every node must mount it), else `DIR/assets` in SQLite mode and
+    /// PostgreSQL itself in PostgreSQL mode.
+    public func openAssets(for store: any NimbusStorage, directory: String?) throws -> any AssetStore {
+        if let directory { return try FileAssetStore(directory: directory) }
+        switch self {
+        case .sqlite(let dataDirectory):
+            return try FileAssetStore(directory: (dataDirectory as NSString).appendingPathComponent("assets"))
+        case .postgres:
+            guard let postgres = store as? PostgresStore else {
+                throw CloudKitStorageMismatch(location: self, engine: store.engineName)
+            }
+            return PostgresAssetStore(store: postgres)
+        }
+    }
+
+    /// Deletes everything stored here: the data directory, or the PostgreSQL schema with all
+    /// its tables. For throwaway storage (benchmarks, tests); irreversible.
+    public func removeAll(logger: Logger) async throws {
+        switch self {
+        case .sqlite(let directory):
+            if FileManager.default.fileExists(atPath: directory) {
+                try FileManager.default.removeItem(atPath: directory)
+            }
+        case .postgres(let url, let schema):
+            try await PostgresStore.dropSchema(schema, url: url, logger: logger)
+        }
+    }
+}
+
+/// A store handed to ``StorageLocation/openAssets(for:directory:)`` that the location did not open.
+struct CloudKitStorageMismatch: Error, CustomStringConvertible {
+    let location: StorageLocation
+    let engine: String
+
+    var description: String {
+        "the \(engine) engine's store is not the one \(location) opens; open it with StorageLocation.open(logger:clock:)"
+    }
+}

@@ -1,0 +1,174 @@
+import GRDB
+import NimbusProtocol
+import NimbusStore
+
+extension SQLiteStore {
+    public func listZones(in database: DatabaseKey) async throws -> [ZoneState] {
+        try await pool.read { db in
+            guard let dbRow = try Self.databaseRow(db, database) else { return [ZoneState.defaultZone] }
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM zones WHERE db = ? AND deleted = 0 ORDER BY name != ?, name",
+                arguments: [dbRow.id, ZoneID.defaultZoneName]
+            ).map(Self.zoneState)
+        }
+    }
+
+    public func lookupZones(_ names: [String], in database: DatabaseKey) async throws -> [ZoneState?] {
+        try await pool.read { db in
+            guard let dbRow = try Self.databaseRow(db, database) else {
+                return names.map { $0 == ZoneID.defaultZoneName ? ZoneState.defaultZone : nil }
+            }
+            return try names.map { name in
+                try Self.zone(db, database: dbRow.id, name: name).flatMap { $0.deleted ? nil : $0 }
+            }
+        }
+    }
+
+    public func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws
+        -> ZoneModifyOutcome
+    {
+        let clock = self.clock
+        return try await pool.write { db in
+            let (dbID, baseVersion) = try Self.ensureDatabase(db, database)
+            var version = baseVersion
+            var results: [ZoneResult] = []
+            var created: [String] = []
+            var deleted: [String] = []
+            let now = clock.nowMillis()
+            for operation in operations {
+                switch operation {
+                case .create(let name):
+                    if let existing = try Self.zone(db, database: dbID, name: name), !existing.deleted {
+                        // Saving an existing zone succeeds and changes nothing, as in CloudKit.
+                        results.append(.saved(existing))
+                        continue
+                    }
+                    version += 1
+                    try db.execute(
+                        sql: """
+                            INSERT OR REPLACE INTO zones (db, name, incarnation, change_version, meta_version, horizon, deleted)
+                            VALUES (?, ?, ?, ?, ?, 0, 0)
+                            """,
+                        arguments: [dbID, name, version, version, version])
+                    created.append(name)
+                    results.append(.saved(try Self.zone(db, database: dbID, name: name)!))
+                case .delete(let name):
+                    guard name != ZoneID.defaultZoneName else {
+                        results.append(
+                            .failed(zoneName: name, error: .badRequest("the default zone cannot be deleted")))
+                        continue
+                    }
+                    guard let existing = try Self.zone(db, database: dbID, name: name), !existing.deleted else {
+                        results.append(
+                            .failed(zoneName: name, error: CloudKitError(.zoneNotFound, "zone '\(name)' does not exist")))
+                        continue
+                    }
+                    version += 1
+                    let freed = try Self.zoneDeletionDelta(db, databaseID: dbID, zone: name)
+                    try db.execute(
+                        sql: "DELETE FROM records WHERE db = ? AND zone = ?", arguments: [dbID, name])
+                    try db.execute(
+                        sql: "DELETE FROM record_refs WHERE db = ? AND zone = ?", arguments: [dbID, name])
+                    try db.execute(
+                        sql: "DELETE FROM asset_refs WHERE db = ? AND zone = ?", arguments: [dbID, name])
+                    try Self.deleteIndexEntries(db, database: dbID, zone: name)
+                    try Self.addUsage(db, databaseID: dbID, freed, quota: nil)
+                    try db.execute(
+                        sql: """
+                            UPDATE zones SET deleted = 1, deleted_at = ?, change_version = ?, meta_version = ?
+                            WHERE db = ? AND name = ?
+                            """,
+                        arguments: [now, version, version, dbID, name])
+                    _ = existing
+                    deleted.append(name)
+                    results.append(.deleted(zoneName: name))
+                }
+            }
+            guard version != baseVersion else { return ZoneModifyOutcome(results: results) }
+            try Self.setVersion(db, database: dbID, version: version)
+            let notifications = try Self.recordNotifications(
+                db, database: database, databaseID: dbID, event: .zones(created: created, deleted: deleted),
+                caller: caller, now: now)
+            return ZoneModifyOutcome(results: results, notifications: notifications)
+        }
+    }
+
+    public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        try await zoneFeed(
+            .meta, since: try ZoneFeed.meta.version(of: token, tokens: changeTokens, in: database), limit: limit,
+            in: database)
+    }
+
+    public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        try await zoneFeed(
+            .database, since: try ZoneFeed.database.version(of: token, tokens: changeTokens, in: database),
+            limit: limit, in: database)
+    }
+
+    /// Zones whose feed version is after `since`, in version order. With no token,
+    /// deleted zones are left out. A zone created and deleted since the token is reported as
+    /// deleted: unlike records, zones are often created by the very client that reads the
+    /// feed (in its own recovery), which must learn that its zone is gone again.
+    private func zoneFeed(_ feed: ZoneFeed, since: Int64, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        let column = feed.column
+        let tokens = changeTokens
+        return try await pool.read { db in
+            guard let dbRow = try Self.databaseRow(db, database) else {
+                if since > 0 { throw FeedRules.tokenAhead() }
+                return ZoneChangesPage(zones: [], syncToken: feed.token(since, tokens: tokens, in: database), moreComing: false)
+            }
+            if since > dbRow.version { throw FeedRules.tokenAhead() }
+            if since > 0 && since < dbRow.zoneHorizon { throw FeedRules.zoneTokenExpired }
+            let limit = max(limit, 1)  // a full page has a last item to take the token from
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM zones WHERE db = ? AND \(column) > ?
+                      AND NOT (deleted = 1 AND ? = 0)
+                    ORDER BY \(column) LIMIT ?
+                    """,
+                arguments: [dbRow.id, since, since, limit + 1])
+            let moreComing = rows.count > limit
+            let zones = rows.prefix(limit).map(Self.zoneState)
+            let last: Int64 = moreComing ? rows[limit - 1][column] : max(since, dbRow.version)
+            return ZoneChangesPage(
+                zones: zones, syncToken: feed.token(last, tokens: tokens, in: database), moreComing: moreComing)
+        }
+    }
+
+    public func compact(retentionMillis: Int64, now: Int64) async throws -> CompactionReport {
+        let cutoff = now - retentionMillis
+        return try await pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE zones SET horizon = MAX(horizon, (
+                        SELECT MAX(r.version) FROM records r
+                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at <= ?))
+                    WHERE EXISTS (
+                        SELECT 1 FROM records r
+                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at <= ?)
+                    """,
+                arguments: [cutoff, cutoff])
+            // Tombstones hold no counted bytes (`DatabaseUsage`): the usage counters stay.
+            try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND modified_at <= ?", arguments: [cutoff])
+            let tombstones = db.changesCount
+            try db.execute(
+                sql: """
+                    UPDATE databases SET zone_horizon = MAX(zone_horizon, (
+                        SELECT MAX(z.meta_version) FROM zones z
+                        WHERE z.db = databases.id AND z.deleted = 1 AND z.deleted_at <= ?))
+                    WHERE EXISTS (SELECT 1 FROM zones z WHERE z.db = databases.id AND z.deleted = 1 AND z.deleted_at <= ?)
+                    """,
+                arguments: [cutoff, cutoff])
+            try db.execute(sql: "DELETE FROM zones WHERE deleted = 1 AND deleted_at <= ?", arguments: [cutoff])
+            let zones = db.changesCount
+            return CompactionReport(tombstonesRemoved: tombstones, zonesRemoved: zones)
+        }
+    }
+}
