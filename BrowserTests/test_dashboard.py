@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from conftest import CONTAINER, OPERATOR, PASSWORD
+from conftest import CONTAINER, OPERATOR, PASSWORD, run_cli
 
 state = {}
 
@@ -172,6 +172,49 @@ def test_deploy_schema(server, driver, shots):
     message = wait(driver).until(EC.presence_of_element_located((By.ID, "schema-message")))
     assert "Deployed" in message.text
     assert driver.find_elements(By.ID, "deploy") == []
+
+
+def production_api(server, operation, body, web_token):
+    url = (f"{server.base_url}/database/1/{CONTAINER}/production/public/{operation}"
+           f"?ckAPIToken={server.api_token}&ckWebAuthToken={web_token}")
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_grant_security_role(server, driver, shots):
+    # Production gains a role and a record type only its holders create (`nimbus schema deploy`).
+    exported = run_cli(server.data, "schema", "export", "--container", CONTAINER, "--environment", "production")
+    schema_file = os.path.join(server.data, "with-role.ckdb")
+    with open(schema_file, "w") as file:
+        file.write(exported + "\n    CREATE ROLE editors;\n"
+                   "    RECORD TYPE Memo ( text STRING, GRANT READ, CREATE, WRITE TO editors );\n")
+    run_cli(server.data, "schema", "deploy", "--container", CONTAINER, "--file", schema_file)
+    def memo(operation):
+        return {"operations": [{"operationType": operation, "record": {
+            "recordName": "memo-1", "recordType": "Memo", "fields": {"text": {"value": operation}}}}]}
+    refused = production_api(server, "records/modify", memo("create"), state["user"])["records"][0]
+    assert refused["serverErrorCode"] == "ACCESS_DENIED", refused
+
+    alice = json.loads(run_cli(server.data, "user", "show", "alice", "--container", CONTAINER, "--json"))
+    driver.get(f"{server.base_url}/dashboard/user?c={CONTAINER}&u={alice['userRecordName']}")
+    grant = wait(driver).until(EC.element_to_be_clickable((By.ID, "role-production-editors")))
+    assert grant.text == "Grant"
+    grant.click()
+    notice = wait(driver).until(EC.presence_of_element_located((By.CSS_SELECTOR, "p.notice")))
+    assert "alice now holds role editors in production." in notice.text
+    assert driver.find_element(By.ID, "role-production-editors").text == "Revoke"
+    shots(driver, "user-roles")
+    saved = production_api(server, "records/modify", memo("create"), state["user"])["records"][0]
+    assert saved.get("recordName") == "memo-1", saved
+
+    listed = json.loads(run_cli(server.data, "role", "list", "--container", CONTAINER, "--environment", "production", "--json"))
+    assert listed == {"editors": [f"alice ({alice['userRecordName']})"]}
+    run_cli(server.data, "role", "revoke", "editors", "--user", "alice", "--container", CONTAINER,
+            "--environment", "production")
+    again = production_api(server, "records/modify", memo("forceUpdate"), state["user"])["records"][0]
+    assert again["serverErrorCode"] == "ACCESS_DENIED", again
 
 
 def test_live_request_counter_moves(server, driver, shots):

@@ -66,6 +66,7 @@ enum DashboardRoutes {
         router.post("/dashboard/user/discoverable") { request, _ in
             await app.action(request) { try await UserPages.setDiscoverable($0) }
         }
+        router.post("/dashboard/user/role") { request, _ in await app.action(request) { try await UserPages.setRole($0) } }
         router.post("/dashboard/user/delete") { request, _ in await app.action(request) { try await UserPages.delete($0) } }
 
         router.get("/dashboard/live") { request, _ in await app.page(request) { try await LivePage.show($0) } }

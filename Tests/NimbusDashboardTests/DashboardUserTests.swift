@@ -72,4 +72,56 @@ struct DashboardUserTests {
             #expect(try await server.server.store.user(named: "bob", container: Self.c) == nil)
         }
     }
+
+    @Test("an operator grants and revokes a security role on the user's page; a user's token cannot", arguments: Engine.available)
+    func securityRoles(engine: Engine) async throws {
+        try await DashboardServer.with(engine) { server, browser in
+            let store = server.server.store
+            let token = try await server.userToken("carol")
+            let carol = try #require(try await store.user(named: "carol", container: Self.c))
+            _ = try await store.updateSchema(
+                try SchemaFile.parse("DEFINE SCHEMA CREATE ROLE editors; RECORD TYPE Draft ( text STRING, GRANT READ, CREATE TO editors );"),
+                container: Self.c, environment: .development, expectedVersion: 0)
+            let draft: JSON = [
+                "operations": [["operationType": "create", "record": ["recordName": "d1", "recordType": "Draft", "fields": ["text": ["value": "x"]]]]]
+            ]
+            let refused = try await server.api("records/modify", draft, webAuthToken: token)
+            #expect(refused["records"]?.array?.first?["serverErrorCode"] == "ACCESS_DENIED")
+
+            // Someone with only a user's web auth token is sent to the sign-in page.
+            let outsider = Browser(baseURL: server.server.baseURL)
+            let forged = try await outsider.post(
+                "/dashboard/user/role?ckWebAuthToken=\(token)",
+                ["c": Self.c, "u": carol.recordName, "env": "development", "role": "editors", "grant": "on"])
+            try await outsider.close()
+            #expect(forged.status == 303)
+            #expect(forged.location == "/dashboard/signin")
+            #expect(try await store.schema(container: Self.c, environment: .development).schema.roleMembers.isEmpty)
+
+            try await browser.signIn()
+            let page = try await browser.get("/dashboard/user?c=\(Self.c)&u=\(carol.recordName)")
+            #expect(page.body.contains("Security roles"))
+            #expect(page.body.contains("The production schema declares no roles."))
+            let csrf = try #require(Browser.hidden("csrf", in: page.body))
+            let granted = try await browser.post(
+                "/dashboard/user/role", ["csrf": csrf, "c": Self.c, "u": carol.recordName, "env": "development", "role": "editors", "grant": "on"])
+            #expect(granted.status == 200)
+            #expect(granted.body.contains("carol now holds role editors in development."))
+            #expect(granted.body.contains("id=\"role-development-editors\" class=\"danger\">Revoke"))
+            let allowed = try await server.api("records/modify", draft, webAuthToken: token)
+            #expect(allowed["records"]?.array?.first?["recordName"] == "d1")
+            #expect(try await store.auditLog(limit: 5).contains { $0.action == "grant role" && $0.detail.contains("carol") })
+
+            let unknown = try await browser.post(
+                "/dashboard/user/role", ["csrf": csrf, "c": Self.c, "u": carol.recordName, "env": "production", "role": "editors", "grant": "on"])
+            #expect(unknown.body.contains("Not changed: the production schema of \(Self.c) declares no role"))
+
+            let revoked = try await browser.post(
+                "/dashboard/user/role", ["csrf": csrf, "c": Self.c, "u": carol.recordName, "env": "development", "role": "editors", "grant": "off"])
+            #expect(revoked.body.contains("carol no longer holds role editors in development."))
+            let again = try await server.api(
+                "records/lookup", ["records": [["recordName": "d1"]]], webAuthToken: token)
+            #expect(again["records"]?.array?.first?["serverErrorCode"] == "ACCESS_DENIED")
+        }
+    }
 }

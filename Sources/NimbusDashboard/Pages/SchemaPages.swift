@@ -25,7 +25,7 @@ enum SchemaPages {
             "environments": [
                 environmentValues("development", development), environmentValues("production", production),
             ],
-            "developmentText": draft ?? SchemaFile.text(of: development.schema),
+            "developmentText": draft ?? SchemaFile.cloudKitText(of: development.schema),
             "developmentVersion": development.version,
         ]
         do {
@@ -39,7 +39,8 @@ enum SchemaPages {
                 production.schema.recordTypes[name].map { $0.grants != type.grants } ?? false
             }
             values["grantsDiffer"] = grantsDiffer
-            values["deployable"] = !(report.unchanged && development.schema == production.schema)
+            values["deployable"] = !(report.unchanged
+                && development.schema.keepingRoleMembers(of: production.schema) == production.schema)
         } catch {
             // `check` throws only CloudKitError (typed).
             values["refusal"] = error.reason
@@ -88,8 +89,8 @@ enum SchemaPages {
         let text = context.form["schema"] ?? ""
         let expected = context.form["version"].flatMap { Int64($0) } ?? -1
         do {
-            let schema = try SchemaFile.parse(text)
             let current = try await context.app.store.schema(container: container, environment: .development)
+            let schema = try SchemaFile.parse(text).keepingRoleMembers(of: current.schema)
             guard current.version == expected else {
                 throw CloudKitError(
                     .conflict, "the development schema changed since this page was loaded (version \(expected), now \(current.version)); review it and edit again")

@@ -48,6 +48,7 @@ enum UserPages {
                 ] as [String: Any]
             },
             "privateAccess": privateAccess, "discoverable": discoverable,
+            "roleEnvironments": try await roleValues(context, container: container, recordName: recordName),
         ]
         if privateAccess {
             values["databases"] = ContainerEnvironment.allCases.map { environment in
@@ -98,6 +99,49 @@ enum UserPages {
         let on = context.form["discoverable"] == "on"
         _ = try await context.app.store.setDiscoverable(on, userName: user.name, container: container)
         return try await show(context, message: on ? "\(user.name) is discoverable." : "\(user.name) is no longer discoverable.")
+    }
+
+    /// The security roles each environment's schema declares, and whether the user holds them.
+    static func roleValues(_ context: PageContext, container: String, recordName: String) async throws -> [[String: Any]] {
+        var environments: [[String: Any]] = []
+        for environment in ContainerEnvironment.allCases {
+            let schema = try await context.app.store.schema(container: container, environment: environment).schema
+            let held = Set(RoleAssignments.roles(of: recordName, in: schema))
+            environments.append([
+                "environment": environment.rawValue, "none": schema.roles.isEmpty,
+                "roles": schema.roles.sorted().map { role in
+                    ["role": role, "held": held.contains(role), "id": "role-\(environment.rawValue)-\(role)"] as [String: Any]
+                },
+            ])
+        }
+        return environments
+    }
+
+    /// `POST /dashboard/user/role`: grants a security role to the user in one environment, or
+    /// revokes it (`grant` = `on` / `off`), as `nimbus role grant|revoke` does; audited.
+    static func setRole(_ context: PageContext) async throws -> Response {
+        let (container, recordName, user) = try await requestedUser(context)
+        let role = try context.required("role", what: "role")
+        guard let environment = ContainerEnvironment(rawValue: context.form["env"] ?? "") else {
+            throw DashboardError(status: .badRequest, title: "No environment", message: "env must be development or production.")
+        }
+        let grant = context.form["grant"] == "on"
+        do {
+            let changed = try await RoleAssignments.set(
+                grant, role: role, userRecordName: recordName, container: container, environment: environment,
+                in: context.app.store)
+            if changed {
+                try await context.app.store.appendAudit(
+                    OperatorAuditEntry(
+                        at: context.app.now(), operatorName: context.session.operatorName,
+                        action: grant ? "grant role" : "revoke role", container: container,
+                        detail: "\(role) (\(environment.rawValue)) to user \(user.name) (\(recordName))"))
+            }
+            let state = grant ? (changed ? "now holds" : "already held") : (changed ? "no longer holds" : "did not hold")
+            return try await show(context, message: "\(user.name) \(state) role \(role) in \(environment.rawValue).")
+        } catch let error as CloudKitError {
+            return try await show(context, message: "Not changed: \(error.reason)")
+        }
     }
 
     /// `POST /dashboard/user/delete`: `accounts/delete` as the user, after the operator typed

@@ -24,6 +24,16 @@ enum UserTemplates {
           <label for="discoverable">Discoverable by the container's other users (email address, record name)</label>
           <button type="submit">Save</button>
         </form>
+        <h2>Security roles</h2>
+        <p class="muted">Roles the schema declares (<code>CREATE ROLE</code>); the public database's <code>GRANT … TO</code> a role applies to the users holding it, in each environment separately.</p>
+        {{#roleEnvironments}}<h3>{{environment}}</h3>
+        {{#none}}<p class="muted">The {{environment}} schema declares no roles.</p>{{/none}}
+        <ul class="roles">{{#roles}}<li><form method="post" action="/dashboard/user/role" class="inline">
+          <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="c" value="{{container}}"><input type="hidden" name="u" value="{{recordName}}">
+          <input type="hidden" name="env" value="{{environment}}"><input type="hidden" name="role" value="{{role}}">
+          <code>{{role}}</code> {{#held}}held <input type="hidden" name="grant" value="off"><button type="submit" id="{{id}}" class="danger">Revoke</button>{{/held}}{{^held}}not held <input type="hidden" name="grant" value="on"><button type="submit" id="{{id}}">Grant</button>{{/held}}
+        </form></li>{{/roles}}</ul>
+        {{/roleEnvironments}}
         <h2>Sessions</h2>
         <div class="table-wrap"><table><thead><tr><th scope="col">Session</th><th scope="col">Device</th><th scope="col">Last seen</th><th scope="col"></th></tr></thead>
         <tbody>{{#sessions}}<tr><td><code>{{id}}</code></td><td>{{device}}</td><td>{{lastSeen}}</td><td>{{#revoked}}revoked{{/revoked}}{{^revoked}}

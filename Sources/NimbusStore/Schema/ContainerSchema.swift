@@ -15,10 +15,27 @@ public struct ContainerSchema: Sendable, Hashable {
     /// Roles the schema defines (`CREATE ROLE name;`), beside the built-in `_world`,
     /// `_icloud` and `_creator`, for ``Grant``s.
     public var roles: [String]
+    /// The users (by user record name) an operator granted each of ``roles`` to in this
+    /// environment (`nimbus role grant`, the dashboard), as CloudKit's console assigns
+    /// security roles to user records. Nimbus keeps them with the environment's schema
+    /// document, so they apply from the next request on every node; they are not part of
+    /// CloudKit's schema language (``SchemaFile/cloudKitText(of:)`` leaves them out) and a
+    /// deploy keeps production's own (``keepingRoleMembers(of:)``).
+    public var roleMembers: [String: Set<String>]
 
-    public init(recordTypes: [String: RecordTypeSchema] = [:], roles: [String] = []) {
+    public init(recordTypes: [String: RecordTypeSchema] = [:], roles: [String] = [], roleMembers: [String: Set<String>] = [:]) {
         self.recordTypes = recordTypes
         self.roles = roles
+        self.roleMembers = roleMembers
+    }
+
+    /// This schema with the role members of `stored` (the schema it replaces), for the roles
+    /// it still declares: a schema an operator writes (a deploy, an edit) never changes who
+    /// holds a role.
+    public func keepingRoleMembers(of stored: ContainerSchema) -> ContainerSchema {
+        var kept = self
+        kept.roleMembers = stored.roleMembers.filter { roles.contains($0.key) && !$0.value.isEmpty }
+        return kept
     }
 
     /// The value-index and token-index fields of every record type, as the engines keep them.

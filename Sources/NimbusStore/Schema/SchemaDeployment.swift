@@ -30,7 +30,7 @@ public enum SchemaDeployment {
     public static func export(container: String, environment: ContainerEnvironment, from store: any SchemaStore)
         async throws -> String
     {
-        SchemaFile.text(of: try await store.schema(container: container, environment: environment).schema)
+        SchemaFile.cloudKitText(of: try await store.schema(container: container, environment: environment).schema)
     }
 
     /// Makes `schema` the production schema of `container` (the development schema when `nil`).
@@ -48,13 +48,15 @@ public enum SchemaDeployment {
         for _ in 0..<10 {
             let production = try await store.schema(container: container, environment: .production)
             var report = try check(source, replacing: production.schema)
-            if report.unchanged && source == production.schema {
+            // Who holds a role in production is production's own (an operator grants it there).
+            let deployed = source.keepingRoleMembers(of: production.schema)
+            if report.unchanged && deployed == production.schema {
                 report.version = production.version
                 return report
             }
             do {
                 report.version = try await store.updateSchema(
-                    source, container: container, environment: .production, expectedVersion: production.version)
+                    deployed, container: container, environment: .production, expectedVersion: production.version)
                 return report
             } catch let error as CloudKitError where error.code == .conflict {
                 continue

@@ -30,12 +30,21 @@ import NimbusProtocol
 /// database (`_world`, `_icloud`, `_creator`, or one declared with `CREATE ROLE name;`).
 /// `//` starts a comment. The text Nimbus writes is canonical: types, fields and roles sorted,
 /// so exports diff cleanly.
+///
+/// The document the engines store adds, after the roles, who holds each of them in the
+/// environment (``ContainerSchema/roleMembers``), one Nimbus statement per user:
+/// `GRANT ROLE editors TO USER "_3f0c…";`. Exports leave these out (``cloudKitText(of:)``).
 public enum SchemaFile {
-    /// The schema as text.
+    /// The schema as the engines store it: CloudKit's schema language and the role members.
     public static func text(of schema: ContainerSchema) -> String {
         var out = "DEFINE SCHEMA\n"
         for role in schema.roles.sorted() {
             out += "\n    CREATE ROLE \(quoted(role));\n"
+        }
+        for role in schema.roleMembers.keys.sorted() {
+            for user in schema.roleMembers[role]!.sorted() {
+                out += "    GRANT ROLE \(quoted(role)) TO USER \"\(user)\";\n"
+            }
         }
         for name in schema.recordTypes.keys.sorted() {
             let type = schema.recordTypes[name]!
@@ -62,6 +71,14 @@ public enum SchemaFile {
             out += "\n    );\n"
         }
         return out
+    }
+
+    /// The schema in CloudKit's schema language only, as `cktool export-schema` writes it:
+    /// what `nimbus schema export` and the dashboard show; who holds a role is left out.
+    public static func cloudKitText(of schema: ContainerSchema) -> String {
+        var definition = schema
+        definition.roleMembers = [:]
+        return text(of: definition)
     }
 
     /// Parses schema text.
@@ -192,7 +209,10 @@ public enum SchemaFile {
             try keyword("DEFINE")
             try keyword("SCHEMA")
             while index < tokens.count {
-                if peekKeyword("CREATE") {
+                if peekKeyword("GRANT") {
+                    index += 1
+                    try roleMember(into: &schema)
+                } else if peekKeyword("CREATE") {
                     index += 1
                     try keyword("ROLE")
                     let role = try name("a role name")
@@ -215,6 +235,9 @@ public enum SchemaFile {
                     throw fail("CREATE ROLE or RECORD TYPE")
                 }
             }
+            for role in schema.roleMembers.keys where !schema.roles.contains(role) {
+                throw .badRequest("schema: role '\(role)' is granted to users but not declared; declare it with CREATE ROLE")
+            }
             for (typeName, type) in schema.recordTypes {
                 for grant in type.grants where !grant.role.hasPrefix("_") && !schema.roles.contains(grant.role) {
                     throw .badRequest(
@@ -223,6 +246,20 @@ public enum SchemaFile {
                 }
             }
             return schema
+        }
+
+        /// `ROLE name TO USER "userRecordName";` after `GRANT`: one holder of a role.
+        mutating func roleMember(into schema: inout ContainerSchema) throws(CloudKitError) {
+            try keyword("ROLE")
+            let role = try name("a role name")
+            try keyword("TO")
+            try keyword("USER")
+            guard index < tokens.count, tokens[index].kind == .quoted, !tokens[index].text.isEmpty else {
+                throw fail("a quoted user record name")
+            }
+            schema.roleMembers[role, default: []].insert(tokens[index].text)
+            index += 1
+            try symbol(";")
         }
 
         mutating func recordType(_ typeName: String) throws(CloudKitError) -> RecordTypeSchema {

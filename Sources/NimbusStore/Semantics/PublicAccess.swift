@@ -8,8 +8,8 @@ import NimbusProtocol
 /// - `_world`: everyone, signed in or not;
 /// - `_icloud`: every signed-in user;
 /// - `_creator`: the record's creator (for READ and WRITE; it grants no CREATE);
-/// - a role the schema declares (`CREATE ROLE editors;`): kept in the schema for export and
-///   deploy, but Nimbus assigns roles to no user yet, so it grants nothing;
+/// - a role the schema declares (`CREATE ROLE editors;`): the users an operator granted it to
+///   in the environment (``ContainerSchema/roleMembers``, ``RoleAssignments``);
 /// - the admin role, a server-to-server key: everything, whatever the grants.
 ///
 /// WRITE (changing and deleting a record) includes READ. A record type the schema does not
@@ -28,14 +28,17 @@ public struct PublicAccess: Sendable, Hashable {
 
     /// The grants of each record type the schema has.
     public var grantsByType: [String: [Grant]]
+    /// The user record names holding each declared role.
+    public var roleMembers: [String: Set<String>]
 
-    public init(grantsByType: [String: [Grant]]) {
+    public init(grantsByType: [String: [Grant]], roleMembers: [String: Set<String>] = [:]) {
         self.grantsByType = grantsByType
+        self.roleMembers = roleMembers
     }
 
-    /// The grants of a schema's record types.
+    /// The grants of a schema's record types and who holds its roles.
     public init(schema: ContainerSchema) {
-        self.init(grantsByType: schema.recordTypes.mapValues(\.grants))
+        self.init(grantsByType: schema.recordTypes.mapValues(\.grants), roleMembers: schema.roleMembers)
     }
 
     /// The grants of a record type.
@@ -56,6 +59,7 @@ public struct PublicAccess: Sendable, Hashable {
             case ("_world", _): return true
             case ("_icloud", .user): return true
             case ("_creator", .user(let name)): return permission != .create && creator != nil && creator == name
+            case (let role, .user(let name)) where !role.hasPrefix("_"): return roleMembers[role]?.contains(name) == true
             default: return false
             }
         }
@@ -82,7 +86,10 @@ public struct PublicAccess: Sendable, Hashable {
             case "_icloud": holder = "_icloud (signed-in users)"
             case "_creator" where permission == .create: continue
             case "_creator": holder = "_creator (the record's creator)"
-            default: holder = "\(grant.role) (no user holds it)"
+            default:
+                holder =
+                    roleMembers[grant.role]?.isEmpty == false
+                    ? "\(grant.role) (the users an operator granted it to)" : "\(grant.role) (no user holds it)"
             }
             if !holders.contains(holder) { holders.append(holder) }
         }
