@@ -37,4 +37,4 @@ if [ "${1:-}" = "--screenshots" ]; then
 fi
 
 cd BrowserTests
-exec "../$VENV/bin/python" -m pytest -v -p no:cacheprovider test_dashboard.py
+exec "../$VENV/bin/python" -m pytest -v -p no:cacheprovider test_dashboard.py test_signin_popup.py

@@ -86,6 +86,55 @@ struct WebSignInTests {
     }
 }
 
+/// CloudKit JS's sign-in window: the page opened as `redirectURL` is (no `redirect`) hands the
+/// token to `window.opener` with `postMessage`, addressed to the allowed origins only.
+@Suite("Web sign-in window")
+struct WebSignInWindowTests {
+    @Test(arguments: Engine.available)
+    func signingInWithoutARedirectPostsTheTokenToTheAllowedOriginsOnly(engine: Engine) async throws {
+        let outbox = MailOutbox()
+        try await TestServer.withSignIn(engine, outbox: outbox) { server in
+            try await server.enablePasswords(origins: ["https://app.example", "http://localhost:5173/"])
+            _ = try await server.signedUp("jo@example.com", outbox: outbox)
+            let redirectURL = try #require(try await server.anonymous().get("users/current")["redirectURL"]?.string)
+            let browser = FormBrowser()
+            do {
+                let page = try await browser.get(redirectURL)
+                let cookie = try #require(page.csrfCookie)
+                let answer = try await browser.post(
+                    redirectURL,
+                    form: [("email", "jo@example.com"), ("password", "correct horse"), ("redirect", ""), ("csrf", cookie)],
+                    cookie: cookie)
+                try await browser.shutdown()
+                #expect(answer.status == 200)
+                #expect(answer.headers["Location"].isEmpty)
+                #expect(answer.headers["Cache-Control"].first == "no-store")
+                #expect(answer.headers["Referrer-Policy"].first == "no-referrer")
+
+                // One script, allowed by a nonce, that posts {ckSession} to each allowed origin.
+                let policy = try #require(answer.headers["Content-Security-Policy"].first)
+                let nonce = try #require(policy.firstMatch(of: /script-src 'nonce-([0-9a-f]{32})'/)?.1)
+                #expect(policy.contains("default-src 'none'"))
+                #expect(answer.text.contains("<script nonce=\"\(nonce)\">"))
+                #expect(answer.text.components(separatedBy: "<script").count == 2)
+                #expect(answer.text.contains(#"var origins = ["https://app.example","http://localhost:5173"];"#))
+                #expect(answer.text.contains("window.opener.postMessage(message, origin)"))
+                #expect(!answer.text.contains("\"*\""))
+                let token = try #require(answer.text.firstMatch(of: /var message = \{ckSession: "([0-9a-f]{64})"\};/)?.1)
+                // Without an opener, the first allowed origin, as a redirect without a target.
+                #expect(answer.text.contains("window.location.replace(\"https://app.example/?ckWebAuthToken=\(token)\")"))
+
+                var client = server.anonymous()
+                client.webAuthToken = String(token)
+                #expect(try await client.get("users/current").status == 200)
+            } catch {
+                try? await browser.shutdown()
+                throw error
+            }
+        }
+    }
+}
+
 /// Percent-encoding for test URLs.
 func percentEncoded(_ text: String) -> String {
     text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import NimbusProtocol
 import NimbusStore
 
 extension SignInPage {
@@ -45,7 +46,45 @@ extension SignInPage {
         return response
     }
 
-    /// A whole HTML page, with headers that keep it out of frames and caches and run no script.
+    /// The answer to a sign-in in CloudKit JS's sign-in window: a page whose script posts
+    /// `{ckSession: token}` (what cloudkit.js reads from the message) to `window.opener` once
+    /// per allowed origin, as the target origin, so the browser delivers it only if the opener
+    /// is on one of them, then closes the window. Opened without an opener (a tab, not a
+    /// pop-up), it goes to `fallback` instead: the first allowed origin with
+    /// `?ckWebAuthToken=`, where a redirect without a target goes.
+    static func popUpHandBack(token: String, origins allowed: [String], fallback: String) -> Response {
+        let origins = allowed.compactMap(RedirectTarget.normalizedOrigin)
+        let nonce = RandomToken.hex(bytes: 16)
+        let script = """
+            (function () {
+              var message = {ckSession: \(scriptLiteral(.string(token)))};
+              var origins = \(scriptLiteral(.array(origins.map(JSON.string))));
+              if (window.opener && !window.opener.closed) {
+                origins.forEach(function (origin) { window.opener.postMessage(message, origin); });
+                window.close();
+              } else {
+                window.location.replace(\(scriptLiteral(.string(fallback))));
+              }
+            })();
+            """
+        let body = """
+            <p>You are signed in; this window closes by itself.</p>
+            <noscript><p><a href="\(FormText.html(fallback))">Return to the app</a></p></noscript>
+            <script nonce="\(nonce)">\(script)</script>
+            """
+        var response = page(status: .ok, title: "Signed in", body: body)
+        response.headers[.contentSecurityPolicy] =
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-\(nonce)'; frame-ancestors 'none'"
+        return response
+    }
+
+    /// A JSON value as a JavaScript literal that cannot end the `<script>` element it is in.
+    static func scriptLiteral(_ value: JSON) -> String {
+        value.serialized().replacingOccurrences(of: "<", with: "\\u003c")
+    }
+
+    /// A whole HTML page, with headers that keep it out of frames and caches and run no script
+    /// (``popUpHandBack(token:origins:fallback:)`` allows its one script by nonce).
     static func page(status: HTTPResponse.Status, title: String, body: String) -> Response {
         let html = """
             <!doctype html>

@@ -6,10 +6,17 @@ import NimbusProtocol
 import NimbusStore
 
 /// The sign-in page a container's `redirectURL` points to: plain HTML forms (no script) to
-/// sign in, sign up and verify an address with a built-in account. A successful sign-in
-/// answers `303 See Other` to the requested URL on an allowed origin with the token added
-/// as the query parameter `ckWebAuthToken`. Every form POST carries a CSRF token that must
-/// match the `nimbus_csrf` cookie set with the form (`SameSite=Strict`, `HttpOnly`).
+/// sign in, sign up and verify an address with a built-in account. A successful sign-in hands
+/// the token back in one of CloudKit's two ways:
+/// - opened with `?redirect=URL` (a URL on an allowed origin): `303 See Other` to it with the
+///   token added as the query parameter `ckWebAuthToken` (CloudKit's "URL redirect");
+/// - opened as `redirectURL` is, without `redirect` (CloudKit JS's sign-in window): a page
+///   whose one script posts `{ckSession: token}` to the window that opened it, addressed to
+///   each of the container's allowed origins so that no other origin receives it, then closes
+///   (``popUpHandBack(token:origins:fallback:)``).
+///
+/// Every form POST carries a CSRF token that must match the `nimbus_csrf` cookie set with the
+/// form (`SameSite=Strict`, `HttpOnly`).
 ///
 /// - `GET|POST /signin/{container}/{environment}?redirect=URL`
 /// - `GET|POST /signin/{container}/{environment}/signup?redirect=URL`
@@ -111,6 +118,12 @@ struct SignInPage: Sendable {
                 let issued = try await accounts.signIn(
                     email: form.email ?? "", password: form.password ?? "", container: container,
                     device: Self.device(request), address: PeerAddress.current)
+                if form.redirect?.isEmpty ?? true {
+                    // Opened as `redirectURL` is: CloudKit JS's sign-in window.
+                    return Self.popUpHandBack(
+                        token: issued.token, origins: settings.redirectOrigins,
+                        fallback: RedirectTarget.handingBack(token: issued.token, to: target))
+                }
                 var headers = HTTPFields()
                 headers[.location] = RedirectTarget.handingBack(token: issued.token, to: target)
                 headers[.cacheControl] = "no-store"
