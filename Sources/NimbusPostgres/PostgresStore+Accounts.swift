@@ -200,8 +200,8 @@ extension PostgresStore: AccountStore {
     public func discoverableUsers(
         emailAddresses: [String], recordNames: [String], container: String
     ) async throws -> [UserIdentity] {
-        guard !emailAddresses.isEmpty || !recordNames.isEmpty else { return [] }
-        let emails = emailAddresses.map(UserIdentity.emailKey)
+        guard let (emails, recordNames) = UserIdentity.discoveryKeys(emailAddresses: emailAddresses, recordNames: recordNames)
+        else { return [] }
         return try await rows(
             """
             SELECT \(unescaped: Self.identityColumns)

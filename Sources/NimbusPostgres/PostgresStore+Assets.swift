@@ -91,10 +91,9 @@ extension PostgresStore {
 
     /// The asset context of a modify, read after the database's row lock is taken.
     func assetContext(
-        _ transaction: Transaction, database: DatabaseKey, databaseID: Int64, operations: [RecordOperation]
+        _ transaction: Transaction, database: DatabaseKey, databaseID: Int64, receipts: [String], namedHashes hashes: [String]
     ) async throws -> AssetContext {
         var context = AssetContext(database: database)
-        let receipts = AssetContext.receipts(for: operations)
         if !receipts.isEmpty {
             for row in try await transaction.rows(
                 """
@@ -107,7 +106,6 @@ extension PostgresStore {
                 }
             }
         }
-        let hashes = AssetContext.namedHashes(for: operations)
         if !hashes.isEmpty {
             for row in try await transaction.rows(
                 "SELECT sha256, size FROM assets WHERE db = \(databaseID) AND sha256 = ANY(\(hashes))")

@@ -120,7 +120,7 @@ extension PostgresStore {
             LEFT JOIN notification_users u ON \(recipient: recipient, qualifiedBy: "u")
             LEFT JOIN LATERAL (
                 SELECT * FROM notifications WHERE \(recipient: recipient, qualifiedBy: nil) AND seq > \(since)
-                ORDER BY seq LIMIT \(Int64(max(0, limit)) + 1)
+                ORDER BY seq LIMIT \(Int64(FeedPaging.readLimit(limit)))
             ) n ON true
             ORDER BY n.seq
             """)
@@ -133,13 +133,11 @@ extension PostgresStore {
             horizon = try columns.next(Int64?.self) ?? 0
             if let notification = try columns.optionalNotification() { notifications.append(notification) }
         }
-        if since > last { throw FeedRules.tokenAhead() }
-        if token != nil && since < horizon { throw FeedRules.notificationTokenExpired }
-        let moreComing = notifications.count > limit
-        if moreComing { notifications.removeLast(notifications.count - limit) }
-        let tokenSequence = moreComing ? notifications[notifications.count - 1].sequence : max(since, last)
+        try FeedRules.checkNotificationToken(since: since, given: token != nil, last: last, horizon: horizon)
+        let page = FeedPaging.cut(notifications, limit: limit, since: since, head: last, position: \.sequence)
         return NotificationPage(
-            notifications: notifications, syncToken: tokens.notifications(sequence: tokenSequence, for: recipient), moreComing: moreComing)
+            notifications: page.entries, syncToken: tokens.notifications(sequence: page.tokenPosition, for: recipient),
+            moreComing: page.moreComing)
     }
 
     /// Each notification marked read gets the recipient's next sequence number, allocated

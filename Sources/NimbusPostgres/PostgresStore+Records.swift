@@ -3,55 +3,36 @@ import NimbusStore
 import PostgresNIO
 
 extension PostgresStore: RecordStore {
-    /// Applies a modify in one transaction: lock the database and allocate its version, read
-    /// the rows, plan with ``ModifyPlanner``, write in batches (records, then their index
-    /// entries, then asset references), add the change to the database's usage counter and
-    /// hold it to the policy's quota (``DatabaseUsage/exceeding(_:grownBy:)``), create
-    /// notifications.
+    /// Runs `transaction` in one PostgreSQL transaction: lock the database and allocate its
+    /// version, read the rows, plan, write in batches (records, then their index entries,
+    /// then asset references), add the change to the database's usage counter and hold it to
+    /// the policy's quota (``DatabaseUsage/exceeding(_:grownBy:)``), create notifications.
     ///
     /// The rows are read only after the database's row lock is taken (see
     /// ``lockDatabase(_:_:bump:)``), so a locked save's `recordChangeTag` check sees the
     /// latest commit of every node. A request that ends up writing nothing rolls back and
     /// gives the version back.
-    ///
-    /// A non-atomic batch of saves larger than the policy's ``WritePolicy/transactionRecordLimit``
-    /// commits in parts, one transaction each (``ModifyParts``).
-    public func modifyRecords(
-        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
-        in database: DatabaseKey
-    ) async throws -> ModifyOutcome {
-        try await ModifyParts.commit(operations, atomic: atomic, limit: policy.transactionRecordLimit) { part in
-            try await modifyInOneTransaction(part, zone: zone, atomic: atomic, policy: policy, caller: caller, in: database)
-        }
-    }
-
-    /// Plans and writes `operations` in one transaction.
-    private func modifyInOneTransaction(
-        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
-        in database: DatabaseKey
-    ) async throws -> ModifyOutcome {
-        // Worked out before the database's row lock is taken: other writes to it wait on the lock.
-        let names = ModifyPlanner.prefetchNames(for: operations)
+    public func modify(_ request: ModifyTransaction) async throws -> ModifyOutcome {
+        var request = request
+        let database = request.database
+        let zone = request.zone
         return try await transaction { transaction in
             let (dbID, firstVersion) = try await lockDatabase(transaction, database, bump: true)
-            let read = try await zoneAndRecords(transaction, database: dbID, zone: zone, names: names)
-            guard read.zoneDeleted == false else { throw FeedRules.zoneNotFound(zone, in: database) }
-            let assets = try await assetContext(
-                transaction, database: database, databaseID: dbID, operations: operations)
-            var planner = ModifyPlanner(
-                zoneID: ZoneID(zoneName: zone, ownerRecordName: database.owner), policy: policy, caller: caller,
-                rows: read.records, baseVersion: firstVersion - 1, assets: assets)
-            var plan = planner.plan(operations, atomic: atomic)
-            while !plan.deletedNames.isEmpty {
-                let children = try await deleteSelfChildren(
-                    transaction, database: dbID, zone: zone, of: plan.deletedNames)
-                plan = planner.cascade(children: children)
+            let read = try await zoneAndRecords(transaction, database: dbID, zone: zone, names: request.names)
+            var plan = try request.plan(
+                zoneIsLive: read.zoneDeleted == false, rows: read.records, baseVersion: firstVersion - 1,
+                assets: try await assetContext(
+                    transaction, database: database, databaseID: dbID, receipts: request.receipts,
+                    namedHashes: request.namedHashes))
+            while let parents = plan.cascadingParents {
+                plan = request.cascade(
+                    children: try await deleteSelfChildren(transaction, database: dbID, zone: zone, of: parents))
             }
-            guard !plan.changes.isEmpty else {
+            guard request.writes(plan) else {
                 transaction.rollbackOnly = true
-                return ModifyOutcome(results: plan.results, commit: nil)
+                return request.unchanged(plan)
             }
-            let event = CommitEvent.records(zoneName: zone, changes: plan.changes)
+            let event = request.commitEvent(of: plan)
             var delta = UsageDelta(recordBytes: UsageDelta.recordBytes(of: plan.changes))
             let written = try await write(
                 transaction, database: dbID, zone: zone, changes: plan.changes, version: plan.lastVersion,
@@ -62,16 +43,13 @@ extension PostgresStore: RecordStore {
                 delta.assetBytes = assets.assetBytes
                 usage = assets.usage
             }
-            if let error = usage.exceeding(policy.quotaBytes, grownBy: delta) {
+            if let error = usage.exceeding(request.policy.quotaBytes, grownBy: delta) {
                 throw error  // rolls the transaction back: nothing is written
             }
             let notifications = try await createNotifications(
                 transaction, database: database, databaseID: dbID, event: event, subscriptions: written.subscriptions,
-                caller: caller, now: policy.now)
-            let summary = CommitSummary(
-                database: database, zoneName: zone, version: plan.lastVersion, changes: plan.changes, caller: caller,
-                notifications: notifications)
-            return ModifyOutcome(results: plan.results, commit: summary)
+                caller: request.caller, now: request.policy.now)
+            return request.committed(plan, notifications: notifications)
         }
     }
 
@@ -112,10 +90,8 @@ extension PostgresStore: RecordStore {
             try tokens.decodeRecords(token, zone: zone, in: database)
         }
         let since = position?.version ?? 0
-        // A page holds at least one entry (a limit below 1 is the caller's mistake, not a crash).
-        let limit = max(1, limit)
         let rows = try await rows(
-            Prepared<Statements.RecordFeed>(database.parameters + [zone, since, Int64(limit) + 1]))
+            Prepared<Statements.RecordFeed>(database.parameters + [zone, since, Int64(FeedPaging.readLimit(limit))]))
         guard !rows.isEmpty else { return try Self.emptyFeed(zone, position, tokens: tokens, in: database) }
         // The database and zone columns repeat on every row: read them once.
         var first = ColumnReader(rows[0])
@@ -128,13 +104,11 @@ extension PostgresStore: RecordStore {
         for row in rows {
             if let record = try row.leadingRecord() { records.append(record) }
         }
-        let moreComing = records.count > limit
-        if moreComing { records.removeLast(records.count - limit) }
-        let tokenVersion = moreComing ? records[records.count - 1].version : max(since, databaseVersion)
+        let page = FeedPaging.cut(records, limit: limit, since: since, head: databaseVersion, position: \.version)
         return RecordChangesPage(
-            records: records,
-            syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: tokenVersion, in: database),
-            moreComing: moreComing)
+            records: page.entries,
+            syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: page.tokenPosition, in: database),
+            moreComing: page.moreComing)
     }
 
     /// The feed from the records' written forms (schema version 6): each row brings its
@@ -153,9 +127,8 @@ extension PostgresStore: RecordStore {
             try tokens.decodeRecords(token, zone: zone, in: database)
         }
         let since = position?.version ?? 0
-        let limit = max(1, limit)
         let rows = try await rows(
-            Prepared<Statements.WrittenRecordFeed>(database.parameters + [zone, since, Int64(limit) + 1]))
+            Prepared<Statements.WrittenRecordFeed>(database.parameters + [zone, since, Int64(FeedPaging.readLimit(limit))]))
         guard !rows.isEmpty else {
             let empty = try Self.emptyFeed(zone, position, tokens: tokens, in: database)
             return WrittenRecordChangesPage(recordsJSON: Array("[]".utf8), syncToken: empty.syncToken, moreComing: false, recordCount: 0)
@@ -175,10 +148,9 @@ extension PostgresStore: RecordStore {
             entries.append((version, columns.nextBytes()))
         }
         if !inOrder { entries.sort { $0.version < $1.version } }
-        let moreComing = entries.count > limit
-        if moreComing { entries.removeLast(entries.count - limit) }
-        let written = entries.compactMap(\.written)
-        guard written.count == entries.count else {
+        let cut = FeedPaging.cut(entries, limit: limit, since: since, head: databaseVersion, position: \.version)
+        let written = cut.entries.compactMap(\.written)
+        guard written.count == cut.entries.count else {
             let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
             return WrittenRecordChangesPage(
                 recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8),
@@ -194,12 +166,10 @@ extension PostgresStore: RecordStore {
             text.append(contentsOf: closing)
         }
         text.append(UInt8(ascii: "]"))
-        let lastVersion = entries.last?.version ?? since
-        let tokenVersion = moreComing ? lastVersion : max(since, databaseVersion)
         return WrittenRecordChangesPage(
             recordsJSON: text,
-            syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: tokenVersion, in: database),
-            moreComing: moreComing, recordCount: written.count)
+            syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: cut.tokenPosition, in: database),
+            moreComing: cut.moreComing, recordCount: written.count)
     }
 
     /// A feed statement found no database row: the default zone of a database never written

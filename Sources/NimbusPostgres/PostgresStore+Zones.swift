@@ -132,8 +132,6 @@ extension PostgresStore {
         -> ZoneChangesPage
     {
         let column = feed.column
-        // A page holds at least one entry (a limit below 1 is the caller's mistake, not a crash).
-        let limit = max(1, limit)
         let rows = try await rows(
             """
             SELECT d.version, d.zone_horizon, \(unescaped: Self.zoneColumnsZ)
@@ -141,7 +139,7 @@ extension PostgresStore {
             LEFT JOIN LATERAL (
                 SELECT * FROM zones
                 WHERE db = d.id AND \(unescaped: column) > \(since) AND NOT (deleted AND \(since) = 0)
-                ORDER BY \(unescaped: column) LIMIT \(Int64(max(0, limit)) + 1)
+                ORDER BY \(unescaped: column) LIMIT \(Int64(FeedPaging.readLimit(limit)))
             ) z ON true
             WHERE \(database: database)
             ORDER BY z.\(unescaped: column)
@@ -160,72 +158,10 @@ extension PostgresStore {
             zoneHorizon = try columns.next()
             if let zone = try columns.optionalZone() { zones.append(zone) }
         }
-        if since > databaseVersion { throw FeedRules.tokenAhead() }
-        if since > 0 && since < zoneHorizon { throw FeedRules.zoneTokenExpired }
-        let moreComing = zones.count > limit
-        if moreComing { zones.removeLast(zones.count - limit) }
-        let last = moreComing ? feed.version(of: zones[zones.count - 1]) : max(since, databaseVersion)
-        return ZoneChangesPage(zones: zones, syncToken: feed.token(last, tokens: tokens, in: database), moreComing: moreComing)
-    }
-}
-
-/// `zones/modify` applied in order to the zones read under the database lock: what each
-/// operation answers, and the final state of every zone it touched.
-struct ZoneChangeSet {
-    var zones: [String: ZoneState]
-    /// The database version after the operations so far.
-    var version: Int64
-    let now: Int64
-    /// `deleted_at` of the touched zones (nil for a live one).
-    var deletedAt: [String: Int64?] = [:]
-    var created: [String] = []
-    var deleted: [String] = []
-    /// Zones written, in first-touch order.
-    var touched: [String] = []
-    /// Zones deleted at some point: their records go.
-    var emptied: Set<String> = []
-
-    init(zones: [String: ZoneState], version: Int64, now: Int64) {
-        self.zones = zones
-        self.version = version
-        self.now = now
-    }
-
-    mutating func apply(_ operation: ZoneOperation) -> ZoneResult {
-        switch operation {
-        case .create(let name):
-            if let existing = zones[name], !existing.deleted {
-                // Saving an existing zone succeeds and changes nothing, as in CloudKit.
-                return .saved(existing)
-            }
-            version += 1
-            let zone = ZoneState(
-                zoneName: name, incarnation: version, changeVersion: version, metaVersion: version, horizon: 0,
-                deleted: false)
-            write(zone, deletedAt: nil)
-            created.append(name)
-            return .saved(zone)
-        case .delete(let name):
-            guard name != ZoneID.defaultZoneName else {
-                return .failed(zoneName: name, error: .badRequest("the default zone cannot be deleted"))
-            }
-            guard var zone = zones[name], !zone.deleted else {
-                return .failed(zoneName: name, error: CloudKitError(.zoneNotFound, "zone '\(name)' does not exist"))
-            }
-            version += 1
-            zone.deleted = true
-            zone.changeVersion = version
-            zone.metaVersion = version
-            write(zone, deletedAt: now)
-            emptied.insert(name)
-            deleted.append(name)
-            return .deleted(zoneName: name)
-        }
-    }
-
-    private mutating func write(_ zone: ZoneState, deletedAt: Int64?) {
-        if !touched.contains(zone.zoneName) { touched.append(zone.zoneName) }
-        zones[zone.zoneName] = zone
-        self.deletedAt[zone.zoneName] = .some(deletedAt)
+        try FeedRules.checkZoneToken(since: since, head: databaseVersion, horizon: zoneHorizon)
+        let page = FeedPaging.cut(zones, limit: limit, since: since, head: databaseVersion, position: feed.version(of:))
+        return ZoneChangesPage(
+            zones: page.entries, syncToken: feed.token(page.tokenPosition, tokens: tokens, in: database),
+            moreComing: page.moreComing)
     }
 }

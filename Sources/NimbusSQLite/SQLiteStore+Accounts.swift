@@ -243,8 +243,8 @@ extension SQLiteStore: AccountStore {
     public func discoverableUsers(
         emailAddresses: [String], recordNames: [String], container: String
     ) async throws -> [UserIdentity] {
-        guard !emailAddresses.isEmpty || !recordNames.isEmpty else { return [] }
-        let emails = emailAddresses.map(UserIdentity.emailKey)
+        guard let (emails, recordNames) = UserIdentity.discoveryKeys(emailAddresses: emailAddresses, recordNames: recordNames)
+        else { return [] }
         return try await pool.read { db in
             let rows = try Row.fetchAll(
                 db,

@@ -114,21 +114,19 @@ extension SQLiteStore {
                 arguments: recipient.arguments)
             let last: Int64 = state?[0] ?? 0
             let horizon: Int64 = state?[1] ?? 0
-            if since > last { throw FeedRules.tokenAhead() }
-            if token != nil && since < horizon { throw FeedRules.notificationTokenExpired }
-            let limit = max(limit, 1)  // a full page has a last item to take the token from
-            let rows = try Row.fetchAll(
+            try FeedRules.checkNotificationToken(since: since, given: token != nil, last: last, horizon: horizon)
+            let notifications = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
                         SELECT \(Self.notificationColumns) FROM notifications
                         WHERE container = ? AND environment = ? AND user = ? AND seq > ? ORDER BY seq LIMIT ?
                         """),
-                arguments: recipient.arguments + [since, limit + 1])
-            let moreComing = rows.count > limit
-            let notifications = rows.prefix(limit).map(Self.storedNotification)
-            let tokenSequence = moreComing ? notifications.last!.sequence : max(since, last)
+                arguments: recipient.arguments + [since, FeedPaging.readLimit(limit)]
+            ).map(Self.storedNotification)
+            let page = FeedPaging.cut(notifications, limit: limit, since: since, head: last, position: \.sequence)
             return NotificationPage(
-                notifications: notifications, syncToken: tokens.notifications(sequence: tokenSequence, for: recipient), moreComing: moreComing)
+                notifications: page.entries, syncToken: tokens.notifications(sequence: page.tokenPosition, for: recipient),
+                moreComing: page.moreComing)
         }
     }
 

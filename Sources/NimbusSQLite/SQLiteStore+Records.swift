@@ -4,42 +4,26 @@ import NimbusProtocol
 import NimbusStore
 
 extension SQLiteStore: RecordStore {
-    public func modifyRecords(
-        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
-        in database: DatabaseKey
-    ) async throws -> ModifyOutcome {
-        try await ModifyParts.commit(operations, atomic: atomic, limit: policy.transactionRecordLimit) { part in
-            try await modifyInOneTransaction(part, zone: zone, atomic: atomic, policy: policy, caller: caller, in: database)
-        }
-    }
-
-    /// Plans and writes `operations` in one transaction.
-    private func modifyInOneTransaction(
-        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
-        in database: DatabaseKey
-    ) async throws -> ModifyOutcome {
-        // What the operations name, worked out before the writer is taken: SQLite has one, and
-        // every other user's write waits while this one holds it.
-        let names = ModifyPlanner.prefetchNames(for: operations)
-        let receipts = AssetContext.receipts(for: operations)
-        let namedHashes = AssetContext.namedHashes(for: operations)
+    /// Runs `transaction` with SQLite's one writer: the rows it names and the asset context
+    /// are read, planned and written under it.
+    public func modify(_ request: ModifyTransaction) async throws -> ModifyOutcome {
+        let database = request.database
+        let zone = request.zone
         return try await pool.write { db in
+            var transaction = request
             let (dbID, baseVersion) = try Self.ensureDatabase(db, database)
-            guard let zoneState = try Self.zone(db, database: dbID, name: zone), !zoneState.deleted else {
-                throw FeedRules.zoneNotFound(zone, in: database)
+            var plan = try transaction.plan(
+                zoneIsLive: try Self.zone(db, database: dbID, name: zone)?.deleted == false,
+                rows: try Self.records(db, database: dbID, zone: zone, names: transaction.names),
+                baseVersion: baseVersion,
+                assets: try Self.assetContext(
+                    db, database: database, databaseID: dbID, receipts: transaction.receipts,
+                    namedHashes: transaction.namedHashes))
+            while let parents = plan.cascadingParents {
+                plan = transaction.cascade(
+                    children: try Self.deleteSelfChildren(db, database: dbID, zone: zone, of: parents))
             }
-            let zoneID = ZoneID(zoneName: zone, ownerRecordName: database.owner)
-            let rows = try Self.records(db, database: dbID, zone: zone, names: names)
-            let assets = try Self.assetContext(
-                db, database: database, databaseID: dbID, receipts: receipts, namedHashes: namedHashes)
-            var planner = ModifyPlanner(
-                zoneID: zoneID, policy: policy, caller: caller, rows: rows, baseVersion: baseVersion, assets: assets)
-            var plan = planner.plan(operations, atomic: atomic)
-            while !plan.deletedNames.isEmpty {
-                let children = try Self.deleteSelfChildren(db, database: dbID, zone: zone, of: plan.deletedNames)
-                plan = planner.cascade(children: children)
-            }
-            guard !plan.changes.isEmpty else { return ModifyOutcome(results: plan.results, commit: nil) }
+            guard transaction.writes(plan) else { return transaction.unchanged(plan) }
 
             try Self.write(db, database: dbID, zone: zone, records: plan.changes.lazy.map(\.after))
             for (before, after) in plan.changes {
@@ -50,19 +34,16 @@ extension SQLiteStore: RecordStore {
             try Self.addUsage(
                 db, databaseID: dbID,
                 UsageDelta(recordBytes: UsageDelta.recordBytes(of: plan.changes), assetBytes: assetBytes),
-                quota: policy.quotaBytes)
+                quota: transaction.policy.quotaBytes)
             var layouts = IndexLayoutCache(database: database)
             try Self.updateIndexEntries(db, database: dbID, zone: zone, changes: plan.changes, layouts: &layouts)
             try db.cachedStatement(sql: "UPDATE zones SET change_version = ? WHERE db = ? AND name = ?")
                 .execute(arguments: [plan.lastVersion, dbID, zone])
             try Self.setVersion(db, database: dbID, version: plan.lastVersion)
             let notifications = try Self.recordNotifications(
-                db, database: database, databaseID: dbID, event: .records(zoneName: zone, changes: plan.changes),
-                caller: caller, now: policy.now)
-            let summary = CommitSummary(
-                database: database, zoneName: zone, version: plan.lastVersion, changes: plan.changes, caller: caller,
-                notifications: notifications)
-            return ModifyOutcome(results: plan.results, commit: summary)
+                db, database: database, databaseID: dbID, event: transaction.commitEvent(of: plan),
+                caller: transaction.caller, now: transaction.policy.now)
+            return transaction.committed(plan, notifications: notifications)
         }
     }
 
@@ -105,23 +86,20 @@ extension SQLiteStore: RecordStore {
             }
             // Records created and deleted since the token are of no interest to the reader;
             // with no token, no tombstone is.
-            let limit = max(limit, 1)  // a full page has a last item to take the token from
-            var records = try Self.fetchStoredRecords(
+            let records = try Self.fetchStoredRecords(
                 db.cachedStatement(
                     sql: """
                         SELECT \(Self.recordColumns) FROM records
                         WHERE db = ? AND zone = ? AND version > ? AND NOT (deleted = 1 AND created_version > ?)
                         ORDER BY version LIMIT ?
                         """),
-                arguments: [dbRow.id, zone, since, since, limit + 1])
-            let moreComing = records.count > limit
-            if moreComing { records.removeLast(records.count - limit) }
-            let tokenVersion = moreComing ? records.last!.version : max(since, dbRow.version)
+                arguments: [dbRow.id, zone, since, since, FeedPaging.readLimit(limit)])
+            let page = FeedPaging.cut(records, limit: limit, since: since, head: dbRow.version, position: \.version)
             return RecordChangesPage(
-                records: records,
+                records: page.entries,
                 syncToken: tokens.records(
-                    zone: zone, incarnation: zoneState.incarnation, version: tokenVersion, in: database),
-                moreComing: moreComing)
+                    zone: zone, incarnation: zoneState.incarnation, version: page.tokenPosition, in: database),
+                moreComing: page.moreComing)
         }
     }
 

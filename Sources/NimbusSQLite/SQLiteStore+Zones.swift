@@ -27,67 +27,43 @@ extension SQLiteStore {
     public func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws
         -> ZoneModifyOutcome
     {
-        let clock = self.clock
+        let now = clock.nowMillis()
         return try await pool.write { db in
             let (dbID, baseVersion) = try Self.ensureDatabase(db, database)
-            var version = baseVersion
-            var results: [ZoneResult] = []
-            var created: [String] = []
-            var deleted: [String] = []
-            let now = clock.nowMillis()
+            var zones: [String: ZoneState] = [:]
             for operation in operations {
                 switch operation {
-                case .create(let name):
-                    if let existing = try Self.zone(db, database: dbID, name: name), !existing.deleted {
-                        // Saving an existing zone succeeds and changes nothing, as in CloudKit.
-                        results.append(.saved(existing))
-                        continue
-                    }
-                    version += 1
-                    try db.execute(
-                        sql: """
-                            INSERT OR REPLACE INTO zones (db, name, incarnation, change_version, meta_version, horizon, deleted)
-                            VALUES (?, ?, ?, ?, ?, 0, 0)
-                            """,
-                        arguments: [dbID, name, version, version, version])
-                    created.append(name)
-                    results.append(.saved(try Self.zone(db, database: dbID, name: name)!))
-                case .delete(let name):
-                    guard name != ZoneID.defaultZoneName else {
-                        results.append(
-                            .failed(zoneName: name, error: .badRequest("the default zone cannot be deleted")))
-                        continue
-                    }
-                    guard let existing = try Self.zone(db, database: dbID, name: name), !existing.deleted else {
-                        results.append(
-                            .failed(zoneName: name, error: CloudKitError(.zoneNotFound, "zone '\(name)' does not exist")))
-                        continue
-                    }
-                    version += 1
-                    let freed = try Self.zoneDeletionDelta(db, databaseID: dbID, zone: name)
-                    try db.execute(
-                        sql: "DELETE FROM records WHERE db = ? AND zone = ?", arguments: [dbID, name])
-                    try db.execute(
-                        sql: "DELETE FROM record_refs WHERE db = ? AND zone = ?", arguments: [dbID, name])
-                    try db.execute(
-                        sql: "DELETE FROM asset_refs WHERE db = ? AND zone = ?", arguments: [dbID, name])
-                    try Self.deleteIndexEntries(db, database: dbID, zone: name)
-                    try Self.addUsage(db, databaseID: dbID, freed, quota: nil)
-                    try db.execute(
-                        sql: """
-                            UPDATE zones SET deleted = 1, deleted_at = ?, change_version = ?, meta_version = ?
-                            WHERE db = ? AND name = ?
-                            """,
-                        arguments: [now, version, version, dbID, name])
-                    _ = existing
-                    deleted.append(name)
-                    results.append(.deleted(zoneName: name))
+                case .create(let name), .delete(let name):
+                    if zones[name] == nil, let zone = try Self.zone(db, database: dbID, name: name) { zones[name] = zone }
                 }
             }
-            guard version != baseVersion else { return ZoneModifyOutcome(results: results) }
-            try Self.setVersion(db, database: dbID, version: version)
+            var change = ZoneChangeSet(zones: zones, version: baseVersion, now: now)
+            let results = operations.map { change.apply($0) }
+            guard !change.touched.isEmpty else { return ZoneModifyOutcome(results: results) }
+            for name in change.emptied {
+                let freed = try Self.zoneDeletionDelta(db, databaseID: dbID, zone: name)
+                for table in ["records", "record_refs", "asset_refs"] {
+                    try db.execute(sql: "DELETE FROM \(table) WHERE db = ? AND zone = ?", arguments: [dbID, name])
+                }
+                try Self.deleteIndexEntries(db, database: dbID, zone: name)
+                try Self.addUsage(db, databaseID: dbID, freed, quota: nil)
+            }
+            for name in change.touched {
+                guard let zone = change.zones[name] else { continue }
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO zones
+                            (db, name, incarnation, change_version, meta_version, horizon, deleted, deleted_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        dbID, name, zone.incarnation, zone.changeVersion, zone.metaVersion, zone.horizon, zone.deleted,
+                        change.deletedAt[name] ?? nil,
+                    ])
+            }
+            try Self.setVersion(db, database: dbID, version: change.version)
             let notifications = try Self.recordNotifications(
-                db, database: database, databaseID: dbID, event: .zones(created: created, deleted: deleted),
+                db, database: database, databaseID: dbID, event: .zones(created: change.created, deleted: change.deleted),
                 caller: caller, now: now)
             return ZoneModifyOutcome(results: results, notifications: notifications)
         }
@@ -123,22 +99,20 @@ extension SQLiteStore {
                 if since > 0 { throw FeedRules.tokenAhead() }
                 return ZoneChangesPage(zones: [], syncToken: feed.token(since, tokens: tokens, in: database), moreComing: false)
             }
-            if since > dbRow.version { throw FeedRules.tokenAhead() }
-            if since > 0 && since < dbRow.zoneHorizon { throw FeedRules.zoneTokenExpired }
-            let limit = max(limit, 1)  // a full page has a last item to take the token from
-            let rows = try Row.fetchAll(
+            try FeedRules.checkZoneToken(since: since, head: dbRow.version, horizon: dbRow.zoneHorizon)
+            let zones = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM zones WHERE db = ? AND \(column) > ?
                       AND NOT (deleted = 1 AND ? = 0)
                     ORDER BY \(column) LIMIT ?
                     """,
-                arguments: [dbRow.id, since, since, limit + 1])
-            let moreComing = rows.count > limit
-            let zones = rows.prefix(limit).map(Self.zoneState)
-            let last: Int64 = moreComing ? rows[limit - 1][column] : max(since, dbRow.version)
+                arguments: [dbRow.id, since, since, FeedPaging.readLimit(limit)]
+            ).map(Self.zoneState)
+            let page = FeedPaging.cut(zones, limit: limit, since: since, head: dbRow.version, position: feed.version(of:))
             return ZoneChangesPage(
-                zones: zones, syncToken: feed.token(last, tokens: tokens, in: database), moreComing: moreComing)
+                zones: page.entries, syncToken: feed.token(page.tokenPosition, tokens: tokens, in: database),
+                moreComing: page.moreComing)
         }
     }
 

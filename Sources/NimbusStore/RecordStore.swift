@@ -28,17 +28,18 @@ public protocol RecordStore: Sendable {
     /// shared by every node of the store). Throws only when the store is not open.
     var changeTokens: ChangeTokens { get throws }
 
-    /// Applies a `records/modify` request to one zone in one transaction.
+    /// Runs one transaction of a `records/modify`: reads, plans and writes as `transaction`
+    /// says (``ModifyTransaction`` holds the sequence and every rule; the engine performs it).
     ///
-    /// When `atomic` is true, any failed operation fails the whole request: nothing is
-    /// written and every other operation reports ATOMIC_ERROR. Otherwise the operations
+    /// When the transaction is atomic, any failed operation fails the whole request: nothing
+    /// is written and every other operation reports ATOMIC_ERROR. Otherwise the operations
     /// that can be applied are. The index entries of every changed record are replaced, in
     /// the same transaction, by ``IndexEntries/entries(of:layout:)`` for the layout of the
     /// container environment's current schema (a deleted record has none).
-    func modifyRecords(
-        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
-        in database: DatabaseKey
-    ) async throws -> ModifyOutcome
+    ///
+    /// Callers use ``modifyRecords(_:zone:atomic:policy:caller:in:)``, which splits a large
+    /// batch into transactions.
+    func modify(_ transaction: ModifyTransaction) async throws -> ModifyOutcome
 
     /// Live records by name, in the order asked; `nil` for a missing or deleted record.
     func lookupRecords(_ names: [String], zone: String, in database: DatabaseKey) async throws -> [StoredRecord?]
@@ -91,6 +92,19 @@ public protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
+    /// Applies a `records/modify` request to one zone: one transaction (``modify(_:)``), or
+    /// for a large non-atomic batch of saves, several in order (``ModifyParts``, under
+    /// ``WritePolicy/transactionRecordLimit``).
+    public func modifyRecords(
+        _ operations: [RecordOperation], zone: String, atomic: Bool, policy: WritePolicy, caller: Caller,
+        in database: DatabaseKey
+    ) async throws -> ModifyOutcome {
+        try await ModifyParts.commit(operations, atomic: atomic, limit: policy.transactionRecordLimit) { part in
+            try await modify(
+                ModifyTransaction(part, zone: zone, atomic: atomic, policy: policy, caller: caller, in: database))
+        }
+    }
+
     /// Creates and deletes zones on behalf of no one in particular (every device is notified).
     public func modifyZones(_ operations: [ZoneOperation], in database: DatabaseKey) async throws -> [ZoneResult] {
         try await modifyZones(operations, caller: nil, in: database).results

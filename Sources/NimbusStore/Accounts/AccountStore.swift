@@ -163,6 +163,16 @@ extension UserIdentity {
             ("A"..."Z").contains(scalar) ? Unicode.Scalar(scalar.value + 32)! : scalar
         }))
     }
+
+    /// What a discovery request looks users up by: its email addresses as discovery compares
+    /// them (``emailKey(_:)``) and its record names; `nil` when it names no one, which
+    /// discovers nobody without a read.
+    public static func discoveryKeys(emailAddresses: [String], recordNames: [String])
+        -> (emails: [String], recordNames: [String])?
+    {
+        guard !emailAddresses.isEmpty || !recordNames.isEmpty else { return nil }
+        return (emailAddresses.map(emailKey), recordNames)
+    }
 }
 
 /// A server-to-server key: its ID, container and public key.
