@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "NimbusSQLite", targets: ["NimbusSQLite"]),
         .library(name: "NimbusPostgres", targets: ["NimbusPostgres"]),
         .library(name: "NimbusEngines", targets: ["NimbusEngines"]),
+        .library(name: "NimbusMemory", targets: ["NimbusMemory"]),
         .library(name: "NimbusServer", targets: ["NimbusServer"]),
         .library(name: "Nimbus", targets: ["Nimbus"]),
         .library(name: "NimbusSync", targets: ["NimbusSync"]),
@@ -112,6 +113,13 @@ let package = Package(
                 // `sslmode=require` in the connection URL.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // The in-memory record store: the storage core's rules over dictionaries, for fast tests
+        // of those rules and as the smallest example of an engine. No SQL, no I/O.
+        .target(
+            name: "NimbusMemory",
+            dependencies: ["NimbusStore", "NimbusProtocol"],
             swiftSettings: swiftSettings
         ),
         // The engines Nimbus ships, composed: opens the storage a `StorageLocation` names and
@@ -431,6 +439,7 @@ let package = Package(
         .testTarget(
             name: "NimbusStoreTests",
             dependencies: [
+                "NimbusMemory",
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol", "NimbusStore",
                 // The store's behaviour tests run on both engines.

@@ -7,8 +7,8 @@ import Testing
 struct ChangeFeedStoreTests {
     typealias F = Fixture
 
-    @Test(arguments: StoreEngine.available)
-    func pagesCoverEveryChangeOnceInVersionOrder(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func pagesCoverEveryChangeOnceInVersionOrder(engine: RecordEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             let names = (0..<7).map { "r\($0)" }
             for name in names { _ = try await store.modify([F.operation(.create, name)]) }
@@ -30,8 +30,8 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aLimitBelowOneReadsPagesOfOne(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func aLimitBelowOneReadsPagesOfOne(engine: RecordEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a"), F.operation(.create, "b")])
             let first = try await store.recordChanges(zone: "Z", since: nil, limit: 0, in: F.alice)
@@ -42,8 +42,8 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aRecordChangedTwiceSinceATokenAppearsOnceInItsLatestState(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func aRecordChangedTwiceSinceATokenAppearsOnceInItsLatestState(engine: RecordEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a"), F.operation(.create, "b")])
             let token = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice).syncToken
@@ -56,8 +56,8 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aRecordCreatedAndDeletedSinceATokenIsNotReported(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func aRecordCreatedAndDeletedSinceATokenIsNotReported(engine: RecordEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "kept")])
             let token = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice).syncToken
@@ -68,8 +68,8 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aWriteBetweenPagesIsReadOnTheNextPage(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func aWriteBetweenPagesIsReadOnTheNextPage(engine: RecordEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             for name in ["a", "b", "c"] { _ = try await store.modify([F.operation(.create, name)]) }
             let first = try await store.recordChanges(zone: "Z", since: nil, limit: 2, in: F.alice)
@@ -82,8 +82,8 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func tokensAreBoundToTheirZoneAndRefuseForgery(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func tokensAreBoundToTheirZoneAndRefuseForgery(engine: RecordEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             _ = try await store.modifyZones([.create(zoneName: "Y")], in: F.alice)
             _ = try await store.modify([F.operation(.create, "a")])
@@ -99,8 +99,8 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func theWrittenFeedHoldsTheSameRecordsAndTokens(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func theWrittenFeedHoldsTheSameRecordsAndTokens(engine: RecordEngine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             for name in ["a", "b", "c"] { _ = try await store.modify([F.operation(.create, name, fields: ["n": 1])]) }
             let closing = #","zoneID":{"ownerRecordName":"_alice","zoneName":"Z"}}"#

@@ -16,8 +16,17 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aLockedSaveNeedsTheCurrentChangeTag(engine: StoreEngine) async throws {
+    /// Runs `body` on a fresh record store of `engine` (the in-memory one included) with zone
+    /// Z in Alice's database.
+    static func withZone(_ engine: RecordEngine, _ body: (any RecordStore) async throws -> Void) async throws {
+        try await engine.withStore { store in
+            _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
+            try await body(store)
+        }
+    }
+
+    @Test(arguments: RecordEngine.available)
+    func aLockedSaveNeedsTheCurrentChangeTag(engine: RecordEngine) async throws {
         try await Self.withZone(engine) { store in
             let created = try #require(F.saved(try await store.modify([F.operation(.create, "a", fields: ["n": 1])])).first ?? nil)
             let updated = try #require(
@@ -50,8 +59,8 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func createUpdateAndDeleteRefuseWhatTheyCannotApply(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func createUpdateAndDeleteRefuseWhatTheyCannotApply(engine: RecordEngine) async throws {
         try await Self.withZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a")])
             let outcome = try await store.modify([
@@ -65,8 +74,8 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func anAtomicBatchWritesAllOrNothing(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func anAtomicBatchWritesAllOrNothing(engine: RecordEngine) async throws {
         try await Self.withZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a")])
             let before = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice)
@@ -83,8 +92,8 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func writesAreStampedWithThePolicysTimeCallerAndDevice(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func writesAreStampedWithThePolicysTimeCallerAndDevice(engine: RecordEngine) async throws {
         try await Self.withZone(engine) { store in
             let created = try #require(
                 F.saved(try await store.modify([F.operation(.create, "a")], now: F.past)).first ?? nil)
@@ -98,8 +107,8 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aDeletionLeavesATombstoneInTheFeedAndNothingToLookUp(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func aDeletionLeavesATombstoneInTheFeedAndNothingToLookUp(engine: RecordEngine) async throws {
         try await Self.withZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a", fields: ["n": 1]), F.operation(.create, "b")])
             let token = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice).syncToken
@@ -124,8 +133,8 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func eachUsersDatabaseIsItsOwn(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func eachUsersDatabaseIsItsOwn(engine: RecordEngine) async throws {
         try await engine.withStore { store in
             _ = try await store.modify([F.operation(.create, "a")], zone: "_defaultZone")
             #expect(try await store.lookupRecords(["a"], zone: "_defaultZone", in: F.bob) == [nil])

@@ -7,8 +7,8 @@ import Testing
 struct ZoneStoreTests {
     typealias F = Fixture
 
-    @Test(arguments: StoreEngine.available)
-    func aDatabaseNeverWrittenHasOnlyTheDefaultZone(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func aDatabaseNeverWrittenHasOnlyTheDefaultZone(engine: RecordEngine) async throws {
         try await engine.withStore { store async throws in
             #expect(try await store.listZones(in: F.alice) == [.defaultZone])
             #expect(try await store.lookupZones(["_defaultZone", "Z"], in: F.alice) == [.defaultZone, nil])
@@ -17,8 +17,8 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func savingAnExistingZoneChangesNothingAndBadDeletionsFailAlone(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func savingAnExistingZoneChangesNothingAndBadDeletionsFailAlone(engine: RecordEngine) async throws {
         try await engine.withStore { store in
             let first = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             guard case .saved(let created) = first.first else {
@@ -39,8 +39,8 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aRecreatedZoneIsANewIncarnationWithoutTheOldRecords(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func aRecreatedZoneIsANewIncarnationWithoutTheOldRecords(engine: RecordEngine) async throws {
         try await engine.withStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             let first = try #require(try await store.lookupZones(["Z"], in: F.alice).first ?? nil)
@@ -70,8 +70,8 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func zoneFeedsReportCreationsDeletionsAndChangedZones(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func zoneFeedsReportCreationsDeletionsAndChangedZones(engine: RecordEngine) async throws {
         try await engine.withStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Y"), .create(zoneName: "Z")], in: F.alice)
             let meta = try await store.zoneMetaChanges(since: nil, limit: 10, in: F.alice)
@@ -99,8 +99,8 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func zoneFeedsPage(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func zoneFeedsPage(engine: RecordEngine) async throws {
         try await engine.withStore { store in
             let names = (0..<5).map { "Z\($0)" }
             _ = try await store.modifyZones(names.map { .create(zoneName: $0) }, in: F.alice)
@@ -120,8 +120,8 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func eachDatabaseHasItsOwnZones(engine: StoreEngine) async throws {
+    @Test(arguments: RecordEngine.available)
+    func eachDatabaseHasItsOwnZones(engine: RecordEngine) async throws {
         try await engine.withStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             #expect(try await store.lookupZones(["Z"], in: F.bob) == [nil])
