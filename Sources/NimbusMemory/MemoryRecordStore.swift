@@ -162,21 +162,9 @@ public actor MemoryRecordStore: RecordStore {
         return ZoneModifyOutcome(results: results)
     }
 
-    public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+    public func zoneChanges(_ feed: ZoneFeed, since: Int64, limit: Int, in database: DatabaseKey) async throws
         -> ZoneChangesPage
     {
-        try zoneFeed(.meta, since: try ZoneFeed.meta.version(of: token, tokens: tokens, in: database), limit: limit, in: database)
-    }
-
-    public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
-        -> ZoneChangesPage
-    {
-        try zoneFeed(
-            .database, since: try ZoneFeed.database.version(of: token, tokens: tokens, in: database), limit: limit,
-            in: database)
-    }
-
-    private func zoneFeed(_ feed: ZoneFeed, since: Int64, limit: Int, in database: DatabaseKey) throws -> ZoneChangesPage {
         guard let state = databases[database] else {
             if since > 0 { throw FeedRules.tokenAhead() }
             return ZoneChangesPage(zones: [], syncToken: feed.token(since, tokens: tokens, in: database), moreComing: false)

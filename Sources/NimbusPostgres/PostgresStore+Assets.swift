@@ -202,7 +202,7 @@ extension PostgresStore: AssetMetadataStore {
                 WHERE id = \(id) AND sha256 IS NULL AND expires_at > \(now) RETURNING db
                 """)
             guard let dbID = try updated.first?.decode(Int64.self) else {
-                throw CloudKitError(.badRequest, "the upload URL was already used or has expired; ask assets/upload for a new one")
+                throw StorageAnswers.spentUpload
             }
             try await transaction.rows(
                 """

@@ -133,11 +133,9 @@ extension PostgresStore {
             horizon = try columns.next(Int64?.self) ?? 0
             if let notification = try columns.optionalNotification() { notifications.append(notification) }
         }
-        try FeedRules.checkNotificationToken(since: since, given: token != nil, last: last, horizon: horizon)
-        let page = FeedPaging.cut(notifications, limit: limit, since: since, head: last, position: \.sequence)
-        return NotificationPage(
-            notifications: page.entries, syncToken: tokens.notifications(sequence: page.tokenPosition, for: recipient),
-            moreComing: page.moreComing)
+        return try NotificationPage.cut(
+            notifications, limit: limit, since: since, tokenGiven: token != nil, last: last, horizon: horizon,
+            tokens: tokens, for: recipient)
     }
 
     /// Each notification marked read gets the recipient's next sequence number, allocated
@@ -165,11 +163,7 @@ extension PostgresStore {
             var marked: [String] = []
             var sequences: [Int64] = []
             let results = ids.map { id -> MarkReadResult in
-                guard let read = isRead[id] else {
-                    return .failed(
-                        notificationID: id,
-                        error: CloudKitError(.notFound, "notification '\(id)' is not in this user's notification collection"))
-                }
+                guard let read = isRead[id] else { return StorageAnswers.unknownNotification(id) }
                 if !read {
                     sequence += 1
                     isRead[id] = true

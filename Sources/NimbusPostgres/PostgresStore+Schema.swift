@@ -8,12 +8,9 @@ extension PostgresStore: SchemaStore {
             "SELECT version, document FROM schemas WHERE container = \(container) AND environment = \(environment.rawValue)")
         guard let row = rows.first else { return VersionedSchema(schema: ContainerSchema(), version: 0) }
         let (version, document) = try row.decode((Int64, String).self)
-        do {
-            return VersionedSchema(schema: try SchemaFile.parse(document), version: version)
-        } catch {
-            throw PostgresStoreError(
-                .corruptRow, "the stored schema of \(container)/\(environment.rawValue) is corrupt: \(error.reason)")
-        }
+        return VersionedSchema(
+            schema: try StorageAnswers.storedSchema(document, container: container, environment: environment),
+            version: version)
     }
 
     public func schemaVersion(container: String, environment: ContainerEnvironment) async throws -> Int64 {

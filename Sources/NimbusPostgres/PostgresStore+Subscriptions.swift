@@ -31,23 +31,13 @@ extension PostgresStore: NotificationStore {
             for operation in operations {
                 let id = operation.subscriptionID
                 guard seen.insert(id).inserted else {
-                    results.append(
-                        .failed(
-                            subscriptionID: id,
-                            error: .badRequest("subscription '\(id)' appears more than once in this request")))
+                    results.append(StorageAnswers.repeatedSubscription(id))
                     continue
                 }
                 switch operation {
                 case .save(let subscription):
-                    if let zoneName = subscription.zoneName, zoneName != ZoneID.defaultZoneName,
-                        !liveZones.contains(zoneName)
-                    {
-                        results.append(
-                            .failed(
-                                subscriptionID: id,
-                                error: CloudKitError(
-                                    .zoneNotFound, "zone '\(zoneName)' does not exist; create it before subscribing to it",
-                                    zoneID: ZoneID(zoneName: zoneName, ownerRecordName: database.owner))))
+                    if let failure = StorageAnswers.missingZone(of: subscription, in: database, isLive: liveZones.contains) {
+                        results.append(failure)
                         continue
                     }
                     saves.append(subscription)
@@ -78,7 +68,7 @@ extension PostgresStore: NotificationStore {
                 let id = operation.subscriptionID
                 return removed.contains(id)
                     ? .deleted(subscriptionID: id)
-                    : .failed(subscriptionID: id, error: CloudKitError(.notFound, "subscription '\(id)' does not exist"))
+                    : StorageAnswers.unknownSubscription(id)
             }
         }
     }

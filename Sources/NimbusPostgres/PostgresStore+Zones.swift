@@ -109,26 +109,8 @@ extension PostgresStore {
         }
     }
 
-    public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
-        -> ZoneChangesPage
-    {
-        try await zoneFeed(
-            .meta, since: try ZoneFeed.meta.version(of: token, tokens: changeTokens, in: database), limit: limit,
-            in: database)
-    }
-
-    public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
-        -> ZoneChangesPage
-    {
-        try await zoneFeed(
-            .database, since: try ZoneFeed.database.version(of: token, tokens: changeTokens, in: database),
-            limit: limit, in: database)
-    }
-
-    /// Zones whose feed version is after `since`, in version order, in one statement. With
-    /// no token, deleted zones are left out; a zone created and deleted since the token is
-    /// reported as deleted (as SQLite does).
-    private func zoneFeed(_ feed: ZoneFeed, since: Int64, limit: Int, in database: DatabaseKey) async throws
+    /// The zone feed in one statement (the rules: ``RecordStore/zoneChanges(_:since:limit:in:)``).
+    public func zoneChanges(_ feed: ZoneFeed, since: Int64, limit: Int, in database: DatabaseKey) async throws
         -> ZoneChangesPage
     {
         let column = feed.column

@@ -169,7 +169,7 @@ extension SQLiteStore: AssetMetadataStore {
                     arguments: [id]
                 ).flatMap(Self.upload)
             else {
-                throw CloudKitError(.badRequest, "the upload URL was already used or has expired; ask assets/upload for a new one")
+                throw StorageAnswers.spentUpload
             }
             // The blob is known from now on; an existing row of the same bytes is freshened so
             // the collector leaves it while the receipt may still be saved.

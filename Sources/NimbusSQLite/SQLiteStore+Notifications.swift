@@ -114,6 +114,7 @@ extension SQLiteStore {
                 arguments: recipient.arguments)
             let last: Int64 = state?[0] ?? 0
             let horizon: Int64 = state?[1] ?? 0
+            // Checked before the read: a token the feed cannot answer costs no read.
             try FeedRules.checkNotificationToken(since: since, given: token != nil, last: last, horizon: horizon)
             let notifications = try Row.fetchAll(
                 db.cachedStatement(
@@ -123,10 +124,9 @@ extension SQLiteStore {
                         """),
                 arguments: recipient.arguments + [since, FeedPaging.readLimit(limit)]
             ).map(Self.storedNotification)
-            let page = FeedPaging.cut(notifications, limit: limit, since: since, head: last, position: \.sequence)
-            return NotificationPage(
-                notifications: page.entries, syncToken: tokens.notifications(sequence: page.tokenPosition, for: recipient),
-                moreComing: page.moreComing)
+            return try NotificationPage.cut(
+                notifications, limit: limit, since: since, tokenGiven: token != nil, last: last, horizon: horizon,
+                tokens: tokens, for: recipient)
         }
     }
 
@@ -139,11 +139,7 @@ extension SQLiteStore {
                     db.cachedStatement(
                         sql: "SELECT is_read FROM notifications WHERE id = ? AND container = ? AND environment = ? AND user = ?"),
                     arguments: [id] + recipient.arguments)
-                guard let row else {
-                    return .failed(
-                        notificationID: id,
-                        error: CloudKitError(.notFound, "notification '\(id)' is not in this user's notification collection"))
-                }
+                guard let row else { return StorageAnswers.unknownNotification(id) }
                 if !(row[0] as Bool) {
                     let sequence = try Self.nextSequence(db, recipient)
                     try db.cachedStatement(sql: "UPDATE notifications SET is_read = 1, seq = ? WHERE id = ?")

@@ -12,11 +12,9 @@ extension SQLiteStore: SchemaStore {
             ).map { row in (row[0], row[1]) }
         }
         guard let stored else { return VersionedSchema(schema: ContainerSchema(), version: 0) }
-        do {
-            return VersionedSchema(schema: try SchemaFile.parse(stored.document), version: stored.version)
-        } catch {
-            throw CloudKitError(.internalError, "the stored schema of \(container)/\(environment.rawValue) is corrupt: \(error.reason)")
-        }
+        return VersionedSchema(
+            schema: try StorageAnswers.storedSchema(stored.document, container: container, environment: environment),
+            version: stored.version)
     }
 
     public func schemaVersion(container: String, environment: ContainerEnvironment) async throws -> Int64 {

@@ -13,20 +13,13 @@ extension SQLiteStore: NotificationStore {
             var seen = Set<String>()
             return try operations.map { operation -> SubscriptionResult in
                 let id = operation.subscriptionID
-                guard seen.insert(id).inserted else {
-                    return .failed(
-                        subscriptionID: id, error: .badRequest("subscription '\(id)' appears more than once in this request"))
-                }
+                guard seen.insert(id).inserted else { return StorageAnswers.repeatedSubscription(id) }
                 switch operation {
                 case .save(let subscription):
-                    if let zoneName = subscription.zoneName, zoneName != ZoneID.defaultZoneName {
-                        guard let zone = try Self.zone(db, database: dbID, name: zoneName), !zone.deleted else {
-                            return .failed(
-                                subscriptionID: id,
-                                error: CloudKitError(
-                                    .zoneNotFound, "zone '\(zoneName)' does not exist; create it before subscribing to it",
-                                    zoneID: ZoneID(zoneName: zoneName, ownerRecordName: database.owner)))
-                        }
+                    if let failure = try StorageAnswers.missingZone(of: subscription, in: database, isLive: { name in
+                        try Self.zone(db, database: dbID, name: name)?.deleted == false
+                    }) {
+                        return failure
                     }
                     try db.cachedStatement(
                         sql: """
@@ -41,10 +34,7 @@ extension SQLiteStore: NotificationStore {
                 case .delete:
                     try db.cachedStatement(sql: "DELETE FROM subscriptions WHERE db = ? AND owner = ? AND id = ?")
                         .execute(arguments: [dbID, owner, id])
-                    guard db.changesCount > 0 else {
-                        return .failed(
-                            subscriptionID: id, error: CloudKitError(.notFound, "subscription '\(id)' does not exist"))
-                    }
+                    guard db.changesCount > 0 else { return StorageAnswers.unknownSubscription(id) }
                     return .deleted(subscriptionID: id)
                 }
             }

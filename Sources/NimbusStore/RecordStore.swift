@@ -80,11 +80,16 @@ public protocol RecordStore: Sendable {
     func modifyZones(_ operations: [ZoneOperation], caller: Caller?, in database: DatabaseKey) async throws
         -> ZoneModifyOutcome
 
-    /// Zones created or deleted since `token` (`zones/changes`).
-    func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws -> ZoneChangesPage
-
-    /// Zones whose records or existence changed since `token` (`changes/database`).
-    func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws -> ZoneChangesPage
+    /// A page of one of a database's zone feeds (``ZoneFeed``): the zones whose feed version
+    /// is after `since`, in version order, cut by ``FeedPaging`` and checked by
+    /// ``FeedRules/checkZoneToken(since:head:horizon:)``. With no token (`since` 0) deleted
+    /// zones are left out; a zone created and deleted since the token is reported as deleted:
+    /// unlike records, zones are often created by the very client that reads the feed (in its
+    /// own recovery), which must learn that its zone is gone again.
+    ///
+    /// Callers use ``zoneMetaChanges(since:limit:in:)`` and ``databaseChanges(since:limit:in:)``.
+    func zoneChanges(_ feed: ZoneFeed, since: Int64, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
 
     /// Removes tombstones and deleted zones older than `retentionMillis` and raises the
     /// horizon below which tokens are expired.
@@ -92,6 +97,24 @@ public protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
+    /// Zones created or deleted since `token` (`zones/changes`).
+    public func zoneMetaChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        try await zoneChanges(
+            .meta, since: try ZoneFeed.meta.version(of: token, tokens: changeTokens, in: database), limit: limit,
+            in: database)
+    }
+
+    /// Zones whose records or existence changed since `token` (`changes/database`).
+    public func databaseChanges(since token: String?, limit: Int, in database: DatabaseKey) async throws
+        -> ZoneChangesPage
+    {
+        try await zoneChanges(
+            .database, since: try ZoneFeed.database.version(of: token, tokens: changeTokens, in: database),
+            limit: limit, in: database)
+    }
+
     /// Applies a `records/modify` request to one zone: one transaction (``modify(_:)``), or
     /// for a large non-atomic batch of saves, several in order (``ModifyParts``, under
     /// ``WritePolicy/transactionRecordLimit``).
