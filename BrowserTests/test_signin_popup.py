@@ -4,8 +4,10 @@ cloudkit.js (Apple's licence keeps it out of this repository) signs a user in li
 AUTHENTICATION_REQUIRED it keeps the answer's `redirectURL`; its sign-in button calls
 `window.open(redirectURL, "", "width=…, height=…")`; a `message` listener on its window takes
 the first event whose `data` is an object and reads the web auth token from `data.ckSession`
-(or a failure from `data.errorMessage`). The app page below does exactly that, served from an
-origin of its own, so the test drives the messages cloudkit.js expects through a real pop-up.
+(or a failure from `data.errorMessage`), then asks `users/current` with the token. The app page
+below does exactly that, served from an origin of its own (so it reads the API's answers
+cross-origin, as the container's allowed origin), and the test drives the messages
+cloudkit.js expects through a real pop-up.
 """
 import json
 import os
@@ -34,15 +36,33 @@ PASSWORD = "correct horse battery"
 APP_PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>app</title></head><body>
 <button id="signin">Sign in with Nimbus</button>
-<pre id="got"></pre>
+<pre id="got"></pre><pre id="me"></pre>
 <script>
-var signInURL = decodeURIComponent(location.hash.slice(1));
+// #{"api": ".../database/1/C/development", "apiToken": "...", "signInURL": optional}
+var config = JSON.parse(decodeURIComponent(location.hash.slice(1)));
+var signInURL = config.signInURL || null;
 var got = [];
+function current(webAuthToken) {
+  var url = config.api + "/private/users/current?ckAPIToken=" + config.apiToken;
+  if (webAuthToken) { url += "&ckWebAuthToken=" + webAuthToken; }
+  return fetch(url).then(function (response) { return response.json(); });
+}
+// As cloudkit.js's setUpAuth: who is signed in? AUTHENTICATION_REQUIRED carries redirectURL.
+if (!signInURL) {
+  current().then(function (answer) { signInURL = answer.redirectURL; document.body.dataset.ready = "yes"; });
+} else {
+  document.body.dataset.ready = "yes";
+}
 // As cloudkit.js's getAsyncMessageFromPopup: the first message whose data is an object.
 window.addEventListener("message", function (event) {
   if (event.data !== null && typeof event.data === "object") {
     got.push({origin: event.origin, ckSession: event.data.ckSession, errorMessage: event.data.errorMessage});
     document.getElementById("got").textContent = JSON.stringify(got);
+    if (event.data.ckSession && event.data.ckSession !== "probe") {
+      current(event.data.ckSession).then(function (me) {
+        document.getElementById("me").textContent = JSON.stringify(me);
+      });
+    }
   }
 }, false);
 document.getElementById("signin").onclick = function () {
@@ -109,8 +129,10 @@ def signin_container(server, app_site):
     return token
 
 
-def sign_in_through_popup(driver, app_url, redirect_url):
-    driver.get(app_url + "#" + urllib.parse.quote(redirect_url, safe=""))
+def sign_in_through_popup(driver, app_url, config):
+    driver.get(app_url + "#" + urllib.parse.quote(json.dumps(config), safe=""))
+    WebDriverWait(driver, 15).until(
+        lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
     opener = driver.current_window_handle
     driver.find_element(By.ID, "signin").click()
     WebDriverWait(driver, 15).until(lambda d: len(d.window_handles) == 2)
@@ -127,28 +149,32 @@ def sign_in_through_popup(driver, app_url, redirect_url):
 def test_popup_hands_the_token_to_an_allowed_opener(server, driver, app_site, signin_container):
     status, required = call(server, "private/users/current", token=signin_container)
     assert status == 421 and required["serverErrorCode"] == "AUTHENTICATION_REQUIRED", required
-    redirect_url = required["redirectURL"]
-    assert redirect_url == f"{server.base_url}/signin/{CONTAINER}/development"
+    assert required["redirectURL"] == f"{server.base_url}/signin/{CONTAINER}/development"
 
-    sign_in_through_popup(driver, f"http://127.0.0.1:{app_site}/app.html", redirect_url)
-    got = WebDriverWait(driver, 15).until(
-        lambda d: d.find_element(By.ID, "got").text or False)
+    # The page reads the 421 itself (a cross-origin read its origin is allowed), as cloudkit.js does.
+    api = f"{server.base_url}/database/1/{CONTAINER}/development"
+    sign_in_through_popup(driver, f"http://127.0.0.1:{app_site}/app.html", {"api": api, "apiToken": signin_container})
+    got = WebDriverWait(driver, 15).until(lambda d: d.find_element(By.ID, "got").text or False)
     messages = json.loads(got)
     assert len(messages) == 1, messages
     assert messages[0]["origin"] == server.base_url
     token = messages[0]["ckSession"]
     assert re.fullmatch(r"[0-9a-f]{64}", token), messages
 
-    status, me = call(server, "private/users/current", token=signin_container, web_token=token)
-    assert status == 200, me
-    assert me["userRecordName"].startswith("_")
+    # The page is signed in: users/current with the token, read cross-origin.
+    me = json.loads(WebDriverWait(driver, 15).until(lambda d: d.find_element(By.ID, "me").text or False))
+    status, expected = call(server, "private/users/current", token=signin_container, web_token=token)
+    assert status == 200, expected
+    assert me["userRecordName"] == expected["userRecordName"]
 
 
 def test_popup_gives_no_token_to_an_opener_on_another_origin(server, driver, app_site, signin_container):
     # The same page on http://localhost:PORT: another origin than the allowed http://127.0.0.1:PORT.
-    redirect_url = f"{server.base_url}/signin/{CONTAINER}/development"
+    # It cannot read the API's answers, so it is handed the sign-in URL.
+    api = f"{server.base_url}/database/1/{CONTAINER}/development"
     sessions_before = run_cli(server.data, "session", "list", "--container", CONTAINER, "--json")
-    sign_in_through_popup(driver, f"http://localhost:{app_site}/app.html", redirect_url)
+    sign_in_through_popup(driver, f"http://localhost:{app_site}/app.html", {
+        "api": api, "apiToken": signin_container, "signInURL": f"{server.base_url}/signin/{CONTAINER}/development"})
     # The sign-in happened (one more session), but the message went to no window on this origin.
     sessions_after = run_cli(server.data, "session", "list", "--container", CONTAINER, "--json")
     assert len(json.loads(sessions_after)) == len(json.loads(sessions_before)) + 1

@@ -139,7 +139,9 @@ public final class RunningServer: Sendable {
             endpoint = MetricsEndpoint(
                 registry: registry, metrics: metrics, hub: hub, bearerToken: configuration.metrics.bearerToken)
         }
-        let router = Routes.build(responder: responder, statistics: statistics, metrics: endpoint, origins: origins)
+        let router = Routes.build(
+            responder: responder, statistics: statistics, metrics: endpoint, origins: origins,
+            allowedOrigins: { try await store.signInSettings(container: $0).redirectOrigins })
         SignInPage.add(to: router, page: SignInPage(accounts: accounts, origins: origins))
         ShareLinkPage.add(to: router)
         var transfer = AssetTransfer(

@@ -7,7 +7,8 @@ import NimbusProtocol
 /// `/device/1/…`), the OpenAPI document and a health check.
 enum Routes {
     static func build(
-        responder: APIResponder, statistics: RequestStatistics, metrics: MetricsEndpoint?, origins: OriginPolicy
+        responder: APIResponder, statistics: RequestStatistics, metrics: MetricsEndpoint?, origins: OriginPolicy,
+        allowedOrigins: @escaping @Sendable (_ container: String) async throws -> [String]
     ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         // First, so that they wrap every route added after them: the request's ID (its logger,
@@ -18,6 +19,8 @@ enum Routes {
         router.add(middleware: HostCheckMiddleware(origins: origins))
         // Before any route reads a body: `Expect: 100-continue` is answered when one does.
         router.add(middleware: ExpectContinueMiddleware())
+        // Browser apps on a container's allowed origins read its API's answers (CORS).
+        router.add(middleware: CrossOriginMiddleware(origins: origins, allowedOrigins: allowedOrigins))
         metrics?.add(to: router)
         router.on("/database/**", method: .post) { request, context in
             await responder.respond(to: request, context: context)

@@ -28,6 +28,16 @@ enum RedirectTarget {
         return .success(requested)
     }
 
+    /// The `Access-Control-Allow-Origin` for a request whose `Origin` header is `header`: the
+    /// header itself when it is exactly (as browsers write it) one of the `allowed` origins,
+    /// `nil` otherwise (`null`, another origin, anything that is not an origin).
+    static func crossOriginAllowed(_ header: String, allowed: [String]) -> String? {
+        guard let origin = normalizedOrigin(header), origin == header,
+            allowed.contains(where: { normalizedOrigin($0) == origin })
+        else { return nil }
+        return origin
+    }
+
     /// `target` with `ckWebAuthToken` set in its query (any earlier value removed), before its fragment.
     static func handingBack(token: String, to target: String) -> String {
         guard var components = URLComponents(string: target) else { return target }
