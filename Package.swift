@@ -202,6 +202,8 @@ let package = Package(
             name: "Nimbus",
             dependencies: [
                 "NimbusProtocol",
+                // Sealing `encryptedValues` on the device (docs/ENCRYPTION.md).
+                "NimbusCrypto",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 // Signing requests with a server-to-server key (ECDSA P-256).
@@ -361,6 +363,7 @@ let package = Package(
             dependencies: [
                 "NimbusEngines", "NimbusSQLite",
                 "Nimbus",
+                "NimbusCrypto",
                 "NimbusProtocol",
                 "NimbusStore",
                 "NimbusServer",
@@ -381,6 +384,9 @@ let package = Package(
                 "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // The plaintext-absence tests read every PostgreSQL table's rows as text.
+                "NimbusPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

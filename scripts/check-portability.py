@@ -28,6 +28,7 @@ SYSTEM_MODULES = {
     "Foundation", "FoundationEssentials", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin",
     "os", "Android", "WinSDK", "Testing", "XCTest", "Synchronization", "_Concurrency", "CoreFoundation",
     "Observation", "RegexBuilder", "Distributed", "Network", "Combine", "SwiftUI", "UIKit", "AppKit", "CoreLocation",
+    "Security",
 }
 
 # Targets an app on iOS or macOS links.

@@ -14,3 +14,5 @@
 @_exported import struct NimbusProtocol.Reference
 @_exported import enum NimbusProtocol.ServerErrorCode
 @_exported import struct NimbusProtocol.ZoneID
+// End-to-end encryption: the recovery key `EncryptionKeys.setUp(in:)` returns.
+@_exported import struct NimbusCrypto.RecoveryKey

@@ -780,12 +780,12 @@ func processCPU() -> (user: Double, system: Double) {
 #if os(Linux)
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
-    FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self,
+    FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self, EncryptionBenchCommand.self,
 ]
 #else
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
-    FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self,
+    FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self, EncryptionBenchCommand.self,
 ]
 #endif
 

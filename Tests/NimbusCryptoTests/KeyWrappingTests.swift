@@ -46,3 +46,25 @@ struct KeyWrappingTests {
         #expect(FieldSealingTests.code { _ = try RecoveryKey(text: String(text.dropLast(2))) } == .malformed)
     }
 }
+
+/// Zone keys in the owner's key directory: only the account key makes or opens them.
+@Suite("Self-wrapped zone keys")
+struct SelfWrappedKeyTests {
+    @Test func onlyTheAccountKeyForTheSameContextOpensIt() throws {
+        let account = KeyAgreementIdentity()
+        let key = ZoneKey()
+        let context = ["zone", "iCloud.c", "Album", "_alice"]
+        let sealed = try SelfWrappedKey.wrap(key, account: account, context: context)
+        #expect(try SelfWrappedKey.unwrap(sealed, account: account, context: context) == key)
+        #expect(FieldSealingTests.code { _ = try SelfWrappedKey.unwrap(sealed, account: KeyAgreementIdentity(), context: context) } == .authenticationFailed)
+        #expect(FieldSealingTests.code { _ = try SelfWrappedKey.unwrap(sealed, account: account, context: ["zone", "iCloud.c", "Other", "_alice"]) } == .authenticationFailed)
+        // Made with the public key alone (as a server could): it does not open.
+        let forged = try WrappedKey.wrap(key, to: account.publicBytes, context: context).bytes
+        #expect(FieldSealingTests.code { _ = try SelfWrappedKey.unwrap(forged, account: account, context: context) } != nil)
+        for index in sealed.indices {
+            var altered = sealed
+            altered[index] ^= 1
+            #expect(FieldSealingTests.code { _ = try SelfWrappedKey.unwrap(altered, account: account, context: context) } != nil)
+        }
+    }
+}

@@ -65,6 +65,12 @@ public struct Container: Sendable {
     /// file on a slow link). Cancel the calling task to stop one sooner.
     public var assetTimeout: Duration = .seconds(3600)
 
+    /// This user's end-to-end encryption keys on this device: needed to save and read
+    /// ``Record/encryptedValues`` (docs/ENCRYPTION.md). `nil` (the default): records with
+    /// encrypted fields fail with ``NimbusError/Code/encryptionKeysMissing``. Not carried over
+    /// by ``with(credentials:)``: another user has other keys.
+    public var encryption: EncryptionKeys?
+
     /// The time now: the date a server-to-server request signs
     /// (`X-Apple-CloudKit-Request-ISO8601Date`). The system clock by default; tests set a
     /// fixed one so signatures repeat.

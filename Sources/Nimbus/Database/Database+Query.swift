@@ -39,7 +39,7 @@ extension Database {
         for item in items {
             let recordZone = item["zoneID"].flatMap { try? ZoneID(wire: WireReader($0)) } ?? zoneID ?? .default
             let placed = ZoneID(zoneName: recordZone.zoneName, ownerRecordName: zoneID?.ownerRecordName)
-            let result = Result { () throws(NimbusError) in try Self.record(from: item, zoneID: placed) }
+            let result = await opened(Result { () throws(NimbusError) in try Self.record(from: item, zoneID: placed) })
             let name = item["recordName"]?.string ?? ""
             results.append((Record.ID(recordName: name, zoneID: placed), result))
         }

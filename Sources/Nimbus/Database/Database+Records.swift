@@ -36,7 +36,7 @@ extension Database {
                 continue
             }
             for (id, item) in zip(ids, items) {
-                results[id] = Result { () throws(NimbusError) in try Self.record(from: item, zoneID: zoneID) }
+                results[id] = await opened(Result { () throws(NimbusError) in try Self.record(from: item, zoneID: zoneID) })
             }
         }
         return results
@@ -105,7 +105,8 @@ extension Database {
         saveResults: [Record.ID: Result<Record, NimbusError>], deleteResults: [Record.ID: Result<Void, NimbusError>]
     ) {
         enum Item { case save(Record), delete(Record.ID) }
-        let uploaded = try await uploadingAssets(of: recordsToSave, policy: savePolicy, progress: assetProgress)
+        let uploaded = try await sealed(
+            try await uploadingAssets(of: recordsToSave, policy: savePolicy, progress: assetProgress))
         // What is sent carries the receipts; results and errors name the records as given.
         let outgoing = Dictionary(zip(recordsToSave.map(\.id), uploaded), uniquingKeysWith: { _, last in last })
         var items: [Item] = recordsToSave.map(Item.save)
@@ -157,11 +158,10 @@ extension Database {
                 switch item {
                 case .save(let record):
                     if let error = NimbusError(wire: json, zoneID: zoneID, clientRecord: record) {
-                        saveResults[record.id] = .failure(error)
+                        saveResults[record.id] = .failure(await opened(error))
                     } else {
-                        saveResults[record.id] = Result { () throws(NimbusError) in
-                            try Self.record(from: json, zoneID: zoneID)
-                        }
+                        saveResults[record.id] = await opened(
+                            Result { () throws(NimbusError) in try Self.record(from: json, zoneID: zoneID) })
                     }
                 case .delete(let id):
                     if let error = NimbusError(wire: json, zoneID: zoneID) {

@@ -62,6 +62,14 @@ extension NimbusError {
         /// The server no longer holds the asset's bytes, or its download URL expired: fetch
         /// the record again for a fresh one.
         public static let assetNotAvailable = Code(rawValue: "assetNotAvailable")
+        /// An encrypted value or file did not open on this device: it was altered, cut short,
+        /// moved to another field or record, or sealed with a key this device does not hold
+        /// as that key. Nothing was decrypted; the server's copy is untouched (docs/ENCRYPTION.md).
+        public static let decryptionFailed = Code(rawValue: "decryptionFailed")
+        /// This device lacks the keys to seal or open encrypted fields: enrol it through a
+        /// device that has them (a short code) or with the recovery key
+        /// (``EncryptionKeys``); without either, the encrypted data cannot be read.
+        public static let encryptionKeysMissing = Code(rawValue: "encryptionKeysMissing")
 
         /// Every code this version of the SDK produces.
         public static let allKnown: [Code] = [
@@ -69,7 +77,7 @@ extension NimbusError {
             .requestRateLimited, .serviceUnavailable, .zoneBusy, .networkFailure, .networkUnavailable,
             .notAuthenticated, .permissionFailure, .quotaExceeded, .limitExceeded, .batchRequestFailed,
             .invalidArguments, .serverRejectedRequest, .internalError, .referenceViolation, .operationCancelled,
-            .assetFileNotFound, .assetFileModified, .assetNotAvailable,
+            .assetFileNotFound, .assetFileModified, .assetNotAvailable, .decryptionFailed, .encryptionKeysMissing,
         ]
 
         /// Whether a request that failed with this code may succeed if sent again later.

@@ -11,7 +11,7 @@ extension Record {
     /// ``SavePolicy/ifServerRecordUnchanged``: only those fields are sent, checked against
     /// the change tag.
     public func encodeSystemFields() -> Data {
-        // The compact JSON of `{created?, modified?, parent?, recordChangeTag?, recordName,
+        // The compact JSON of `{created?, encryptedKeys?, modified?, parent?, recordChangeTag?, recordName,
         // recordType, share?, shareState?, v: 1, zoneID}` with members in sorted order (what serializing that object gives),
         // written straight to bytes: a sync engine stores one per record it fetches.
         var out: [UInt8] = []
@@ -22,6 +22,16 @@ extension Record {
             Self.appendStamp(
                 timestamp: creationDate.millisecondsSince1970, user: creatorUserRecordName, device: nil, to: &out)
             out.append(UInt8(ascii: ","))
+        }
+        if !encryptedKeys.isEmpty {
+            // Which fields are encrypted, so that a cached record seals them again on its next save.
+            Self.appendKey("encryptedKeys", to: &out)
+            out.append(UInt8(ascii: "["))
+            for (offset, key) in encryptedKeys.sorted().enumerated() {
+                if offset > 0 { out.append(UInt8(ascii: ",")) }
+                JSON.writeString(key, into: &out)
+            }
+            out.append(contentsOf: "],".utf8)
         }
         if let modificationDate {
             Self.appendKey("modified", to: &out)
@@ -112,6 +122,7 @@ extension Record {
             }
             self.init(wire: wire, zoneID: zoneID)
             readSharingMembers(from: json)
+            encryptedKeys = Set(json["encryptedKeys"]?.array?.compactMap(\.string) ?? [])
             if let state = json["shareState"]?.object { shareState = Share.State(wire: state) }
         } catch let error as CloudKitError {
             throw NimbusError(.invalidArguments, "the system fields data is not valid: \(error.reason)")

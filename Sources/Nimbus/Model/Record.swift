@@ -57,6 +57,11 @@ public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible 
     /// on other records. Read through ``Share``.
     var shareState: Share.State?
 
+    /// The fields that are encrypted end to end (``encryptedValues``): sealed before a save
+    /// sends them, opened when a fetch brings them. Their values in ``fieldValue(forKey:)`` are
+    /// the opened ones.
+    public package(set) var encryptedKeys: Set<String> = []
+
     /// Current field values (`package`: the sync engine stores them without copying key by key).
     package internal(set) var values: [String: FieldValue]
     /// For each key changed since the last fetch or save: its value then (`nil`: absent).

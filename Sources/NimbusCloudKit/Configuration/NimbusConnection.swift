@@ -14,6 +14,7 @@ import NimbusProtocol
 /// | `NIMBUS_WEB_AUTH_TOKEN` | the signed-in user's web auth token; without it `accountStatus()` is `.noAccount` |
 /// | `NIMBUS_CONTAINER` | the identifier `CKContainer.default()` uses |
 /// | `NIMBUS_ENVIRONMENT` | `development` (the default) or `production` |
+/// | `NIMBUS_KEYS_DIRECTORY` | where this device keeps the user's encryption keys (``encryption``), for ``CKRecord/encryptedValues`` |
 ///
 /// An app that prefers code makes one call at launch, before it creates a container:
 ///
@@ -42,6 +43,10 @@ public struct NimbusConnection: Sendable {
     public var deviceID: String
     /// How requests travel; the SDK's HTTP client when `nil`.
     public var transport: (any Transport)?
+    /// The signed-in user's end-to-end encryption keys on this device, which
+    /// ``CKRecord/encryptedValues`` need (the SDK's ``Nimbus/EncryptionKeys``). From the
+    /// environment: `NIMBUS_KEYS_DIRECTORY` names a directory for a ``Nimbus/FileKeyStore``.
+    public var encryption: EncryptionKeys?
 
     public init(
         serverURL: URL, apiToken: String, webAuthToken: String? = nil, defaultContainerIdentifier: String? = nil,
@@ -67,10 +72,14 @@ public struct NimbusConnection: Sendable {
         else { return nil }
         let token = environment["NIMBUS_WEB_AUTH_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         let containerEnvironment = environment["NIMBUS_ENVIRONMENT"].flatMap(ContainerEnvironment.init(rawValue:))
-        return NimbusConnection(
+        var connection = NimbusConnection(
             serverURL: url, apiToken: apiToken, webAuthToken: token,
             defaultContainerIdentifier: environment["NIMBUS_CONTAINER"],
             environment: containerEnvironment ?? .development)
+        if let directory = environment["NIMBUS_KEYS_DIRECTORY"], !directory.isEmpty {
+            connection.encryption = EncryptionKeys(store: FileKeyStore(directory: URL(fileURLWithPath: directory)))
+        }
+        return connection
     }
 
     /// Makes `connection` the one new containers use, in place of the environment's.
@@ -90,8 +99,10 @@ public struct NimbusConnection: Sendable {
 
     /// The SDK container for `identifier` over this connection.
     func container(identifier: String) -> Container {
-        Container(
+        var container = Container(
             identifier: identifier, environment: environment, baseURL: serverURL,
             credentials: .apiToken(apiToken, webAuthToken: webAuthToken), deviceID: deviceID, transport: transport)
+        container.encryption = encryption
+        return container
     }
 }

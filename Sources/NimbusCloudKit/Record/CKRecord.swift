@@ -170,12 +170,10 @@ open class CKRecord: NSObject, NSSecureCoding, NSCopying, CKRecordKeyValueSettin
         return tokens
     }
 
-    /// The fields CloudKit encrypts end to end.
-    ///
-    /// > Important: Nimbus does **not** encrypt these values yet: they travel and are stored
-    /// > as ordinary fields, readable by the server's operator. Sealing them end to end is
-    /// > the end-to-end encryption issue's work. Until it lands, don't put secrets here that
-    /// > the server must not read.
+    /// The fields encrypted end to end: sealed on this device with the zone's key before a
+    /// save, opened after a fetch; the server holds only ciphertext (docs/ENCRYPTION.md). The
+    /// connection needs the user's keys (``NimbusConnection/encryption``); without them a save
+    /// or fetch of encrypted fields fails with `CKError` and nothing is sent in clear.
     public var encryptedValues: any CKRecordKeyValueSetting { CKRecordEncryptedValues(record: self) }
 
     // MARK: - Copying and equality

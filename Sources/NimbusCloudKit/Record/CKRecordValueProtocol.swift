@@ -156,6 +156,9 @@ extension FieldValue {
         case .double(let value): return NSNumber(value: value)
         case .timestamp(let millis): return Date(timeIntervalSince1970: Double(millis) / 1000)
         case .bytes(let value): return value
+        // An envelope the SDK could not open never reaches a CKRecord (the fetch fails with
+        // CKError); should one, it reads as its opaque bytes, never as a plain value.
+        case .encryptedBytes(let value): return value
         case .location(let value): return CLLocation.from(value)
         case .reference(let value): return CKRecord.Reference(value, heldBy: holder)
         case .asset:

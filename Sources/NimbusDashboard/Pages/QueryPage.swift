@@ -49,9 +49,8 @@ enum QueryPage {
             values["count"] = records.count
             values["results"] = records.map { record in
                 let name = record["recordName"]?.string ?? ""
-                let fields = (record["fields"]?.object ?? [:]).sorted { $0.key < $1.key }.map { key, field in
-                    "\(key) = \((field["value"] ?? .null).serialized())"
-                }
+                let fields = (FieldDisplay.redactingEncrypted(record)["fields"]?.object ?? [:]).sorted { $0.key < $1.key }
+                    .map { key, field in "\(key) = \((field["value"] ?? .null).serialized())" }
                 return [
                     "name": name, "type": record["recordType"]?.string ?? "", "fields": fields,
                     "q": PageContext.recordQuery(container: container, environment: environment, zone: zone, record: name),

@@ -100,7 +100,7 @@ enum RecordPages {
             "createdBy": record["created"]?["userRecordName"]?.string ?? "",
             "modified": record["modified"]?["timestamp"]?.int64.map(Format.date) ?? "",
             "modifiedBy": record["modified"]?["userRecordName"]?.string ?? "",
-            "fields": fields, "fieldTypes": FieldDisplay.formTypes, "json": record.serialized(),
+            "fields": fields, "fieldTypes": FieldDisplay.formTypes, "json": FieldDisplay.redactingEncrypted(record).serialized(),
             "message": message as Any, "conflict": conflict as Any, "public": context.userArgument == nil,
         ]
         values.merge(more) { $1 }

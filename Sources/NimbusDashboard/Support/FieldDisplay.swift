@@ -34,6 +34,7 @@ struct FieldDisplay {
         links = []
         images = []
         switch type {
+        case FieldType.encryptedBytes.rawValue: text = Self.encryptedSummary(value)
         case "STRING": text = value.string ?? value.serialized()
         case "TIMESTAMP":
             let millis = value.int64 ?? 0
@@ -62,7 +63,7 @@ struct FieldDisplay {
         switch type {
         case "STRING": editText = value.string ?? ""
         case "INT64", "DOUBLE", "TIMESTAMP": editText = value.serialized().trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-        case "ASSET", "ASSETID", "ASSET_LIST": editText = nil
+        case "ASSET", "ASSETID", "ASSET_LIST", FieldType.encryptedBytes.rawValue: editText = nil
         default: editText = value.serialized()
         }
     }
@@ -72,6 +73,24 @@ struct FieldDisplay {
             "name": name, "type": type, "text": text, "links": links, "images": images.map { ["src": $0] },
             "editText": editText ?? "", "editable": editText != nil, "isText": Self.textTypes.contains(type),
         ]
+    }
+
+    /// What the operator sees of an encrypted value: that it is encrypted, and its size;
+    /// never its bytes (docs/ENCRYPTION.md).
+    static func encryptedSummary(_ value: JSON) -> String {
+        let size = value.string.flatMap { Data(base64Encoded: $0)?.count }.map { "\($0) bytes" } ?? "unreadable"
+        return "encrypted (\(size))"
+    }
+
+    /// A record's JSON with each encrypted field's value replaced by ``encryptedSummary(_:)``:
+    /// what pages may print of a whole record.
+    static func redactingEncrypted(_ record: JSON) -> JSON {
+        guard case .object(var members) = record, case .object(var fields)? = members["fields"] else { return record }
+        for (name, field) in fields where field["type"]?.string == FieldType.encryptedBytes.rawValue {
+            fields[name] = ["type": field["type"] ?? .null, "value": .string(encryptedSummary(field["value"] ?? .null))]
+        }
+        members["fields"] = .object(fields)
+        return .object(members)
     }
 
     static func inferredType(_ value: JSON) -> String {

@@ -17,6 +17,11 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable, Codable {
     case locationList = "LOCATION_LIST"
     case referenceList = "REFERENCE_LIST"
     case assetList = "ASSET_LIST"
+    /// An end-to-end encrypted value (Nimbus's extension of CloudKit Web Services, named as
+    /// CloudKit's schema tools name encrypted fields): base64 of a sealed envelope the server
+    /// stores and returns without reading, indexing, querying or sorting it. The envelope holds
+    /// any value but a reference, lists included (docs/ENCRYPTION.md, "Wire format").
+    case encryptedBytes = "ENCRYPTED_BYTES"
 
     /// The element type of a `*_LIST` type, or `nil` for a scalar type.
     public var elementType: FieldType? {

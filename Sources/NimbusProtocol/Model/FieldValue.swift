@@ -14,6 +14,9 @@ public indirect enum FieldValue: Sendable, Hashable {
     case asset(Asset)
     /// A `*_LIST` value. `elementType` names the element type so empty lists keep their type.
     case list(elementType: FieldType, [FieldValue])
+    /// An `ENCRYPTED_BYTES` value: a sealed envelope, opaque to the server (only devices that
+    /// hold the zone key open it; see docs/ENCRYPTION.md).
+    case encryptedBytes(Data)
 
     /// The wire type name of this value.
     public var type: FieldType {
@@ -27,6 +30,7 @@ public indirect enum FieldValue: Sendable, Hashable {
         case .reference: return .reference
         case .asset: return .asset
         case .list(let elementType, _): return elementType.listType ?? .stringList
+        case .encryptedBytes: return .encryptedBytes
         }
     }
 
@@ -72,4 +76,6 @@ extension FieldValue {
     /// The asset of an ASSET value, or `nil`.
     public var assetValue: Asset? { if case .asset(let v) = self { return v } else { return nil } }
     public var listValue: [FieldValue]? { if case .list(_, let v) = self { return v } else { return nil } }
+    /// The envelope of an `ENCRYPTED_BYTES` value, or `nil`.
+    public var encryptedBytesValue: Data? { if case .encryptedBytes(let v) = self { return v } else { return nil } }
 }

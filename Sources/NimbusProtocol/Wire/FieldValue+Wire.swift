@@ -45,11 +45,15 @@ extension FieldValue {
         case .timestamp:
             return .timestamp(try reader.int())
         case .bytes:
-            let text = try reader.string()
-            guard let data = Data(base64Encoded: text) ?? Data(base64URLEncoded: text) else {
-                throw .badRequest("'\(reader.path)' must be base64-encoded bytes")
+            return .bytes(try base64Bytes(reader))
+        case .encryptedBytes:
+            let envelope = try base64Bytes(reader)
+            guard !envelope.isEmpty, envelope.count <= maxEncryptedBytes else {
+                throw .badRequest(
+                    "'\(reader.path)': an ENCRYPTED_BYTES value is a sealed envelope of 1 to \(maxEncryptedBytes) bytes; "
+                        + "got \(envelope.count)")
             }
-            return .bytes(data)
+            return .encryptedBytes(envelope)
         case .location:
             return .location(try Location(wire: reader))
         case .reference:
@@ -59,6 +63,18 @@ extension FieldValue {
         default:
             throw .badRequest("'\(reader.path)': unsupported field type \(type.rawValue)")
         }
+    }
+
+    /// The longest envelope an `ENCRYPTED_BYTES` value may hold: a record's fields are limited
+    /// to 1 MB as a whole in CloudKit; one field's envelope cannot exceed that.
+    static let maxEncryptedBytes = 1 << 20
+
+    static func base64Bytes(_ reader: WireReader) throws(CloudKitError) -> Data {
+        let text = try reader.string()
+        guard let data = Data(base64Encoded: text) ?? Data(base64URLEncoded: text) else {
+            throw .badRequest("'\(reader.path)' must be base64-encoded bytes")
+        }
+        return data
     }
 
     static func inferred(from reader: WireReader) throws(CloudKitError) -> FieldValue {
@@ -103,7 +119,7 @@ extension FieldValue {
             guard number.isFinite else { return .double(number) }
             return numbersAsStrings ? .string("\(number)") : .double(number)
         case .timestamp(let millis): return .int(millis)
-        case .bytes(let data): return .string(data.base64EncodedString())
+        case .bytes(let data), .encryptedBytes(let data): return .string(data.base64EncodedString())
         case .location(let location): return location.wireJSON
         case .reference(let reference): return reference.wireJSON
         case .asset(let asset): return asset.wireJSON
@@ -239,7 +255,7 @@ extension FieldValue {
                 value.writeWireValue(into: &out, numbersAsStrings: numbersAsStrings)
             }
             out.append(UInt8(ascii: "]"))
-        case .double, .bytes, .location, .reference, .asset:
+        case .double, .bytes, .encryptedBytes, .location, .reference, .asset:
             wireValue(numbersAsStrings: numbersAsStrings).write(into: &out)
         }
     }

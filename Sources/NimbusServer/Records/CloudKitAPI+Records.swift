@@ -30,6 +30,7 @@ extension CloudKitAPI {
             let recordReader = try reader.required("record")
             var record = try Record(wire: recordReader)
             let sharing = try RecordSharingParts(reader: recordReader, record: &record)
+            try SchemaRules.checkEncryptedFields(of: record, scope: call.database.scope)
             if let recordZone = record.zoneID {
                 try call.identity.checkOwner(of: recordZone)
                 guard recordZone.zoneName == zoneID.zoneName else {

@@ -25,7 +25,8 @@ import NimbusProtocol
 /// ```
 ///
 /// Field types are `STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `BYTES`, `REFERENCE`,
-/// `LOCATION`, `ASSET` and `LIST<…>` of them (ASSET and BYTES fields take no index); indexes `QUERYABLE`, `SEARCHABLE`, `SORTABLE`; each
+/// `LOCATION`, `ASSET`, `LIST<…>` of them, and `ENCRYPTED_BYTES` (ASSET, BYTES and
+/// ENCRYPTED_BYTES fields take no index); indexes `QUERYABLE`, `SEARCHABLE`, `SORTABLE`; each
 /// `GRANT READ|CREATE|WRITE[, …] TO role` gives records of the type to a role in the public
 /// database (`_world`, `_icloud`, `_creator`, or one declared with `CREATE ROLE name;`).
 /// `//` starts a comment. The text Nimbus writes is canonical: types, fields and roles sorted,
@@ -321,7 +322,7 @@ public enum SchemaFile {
             }
             guard let type = FieldType(rawValue: word), !type.isList else {
                 index -= 1
-                throw fail("a field type (STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, LOCATION, ASSET or LIST<…>)")
+                throw fail("a field type (STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, LOCATION, ASSET, ENCRYPTED_BYTES or LIST<…>)")
             }
             return type
         }

@@ -107,7 +107,7 @@ public enum IndexValue: Sendable, Hashable {
         case .double(let number): self = .real(number)
         case .reference(let reference): self = .text(reference.recordName)
         case .location(let location): self = .real(location.latitude)
-        case .bytes, .asset, .list: return nil
+        case .bytes, .encryptedBytes, .asset, .list: return nil
         }
     }
 }

@@ -55,6 +55,7 @@ public struct QueryPlan: Sendable {
         for (index, sort) in query.sorts.enumerated() {
             let path = "'query.sortBy[\(index)]'"
             let type = try fieldType(sort.target, path)
+            if type == .encryptedBytes { throw Self.encrypted(sort.target.name, recordType: query.recordType, path: path) }
             if type.isList || type == .bytes {
                 throw .badRequest("\(path): a \(type.rawValue) field cannot be sorted by")
             }
@@ -73,6 +74,14 @@ public struct QueryPlan: Sendable {
         self.query = checked
         self.requirements = requirements
         self.fieldTypes = fieldTypes
+    }
+
+    /// The refusal of a filter or sort on an encrypted field: the server holds only ciphertext
+    /// (CloudKit does not index encrypted fields either).
+    static func encrypted(_ field: String, recordType: String, path: String) -> CloudKitError {
+        .badRequest(
+            "\(path): '\(field)' of '\(recordType)' is an encrypted field (ENCRYPTED_BYTES): the server holds only "
+                + "ciphertext and cannot filter or sort by it; fetch the records and filter them on the device")
     }
 
     /// The requirements `type` does not meet.
@@ -97,6 +106,7 @@ public struct QueryPlan: Sendable {
                 "\(path): fieldValue is \(value.type.rawValue), but '\(filter.target.name)' of '\(recordType)' "
                     + "compares with \(type.rawValue) values")
         }
+        if fieldType == .encryptedBytes { throw encrypted(filter.target.name, recordType: recordType, path: path) }
         if fieldType == .bytes || element == .bytes {
             throw .badRequest("\(path): '\(filter.target.name)' of '\(recordType)' is \(fieldType.rawValue), which cannot be queried")
         }

@@ -84,6 +84,21 @@ public enum SchemaRules {
         return changed ? extended : nil
     }
 
+    /// Refuses an encrypted value (`ENCRYPTED_BYTES`) in the public database: as in CloudKit,
+    /// only private and shared zones hold encrypted fields (a public record is for everyone,
+    /// and no one key reaches everyone).
+    /// - Throws: BAD_REQUEST naming the record and field.
+    public static func checkEncryptedFields(of record: Record, scope: DatabaseScope) throws(CloudKitError) {
+        guard scope == .public else { return }
+        for (name, value) in record.fields.sorted(by: { $0.key < $1.key }) where value.type == .encryptedBytes {
+            throw CloudKitError(
+                .badRequest,
+                "field '\(name)' of record '\(record.recordName)' is encrypted (ENCRYPTED_BYTES): the public database "
+                    + "holds no encrypted fields, as in CloudKit; save it in a private or shared zone",
+                recordName: record.recordName)
+        }
+    }
+
     /// `value` as a value of `type`, when it is one or converts without loss; `nil` otherwise.
     public static func coerce(_ value: FieldValue, to type: FieldType) -> FieldValue? {
         if value.type == type { return value }
@@ -121,11 +136,17 @@ public enum SchemaRules {
     }
 
     /// Checks that `indexes` suit a field of `type`: SEARCHABLE needs text (STRING or
-    /// STRING_LIST); BYTES and ASSET cannot be indexed; lists cannot be SORTABLE.
+    /// STRING_LIST); BYTES, ASSET and encrypted fields (ENCRYPTED_BYTES) cannot be indexed;
+    /// lists cannot be SORTABLE.
     public static func checkIndexes(_ indexes: Set<IndexKind>, field: String, type: FieldType, recordType: String)
         throws(CloudKitError)
     {
         let element = type.elementType ?? type
+        if type == .encryptedBytes, !indexes.isEmpty {
+            throw .badRequest(
+                "field '\(field)' of record type '\(recordType)' is encrypted (ENCRYPTED_BYTES): the server holds only "
+                    + "ciphertext, so it cannot be QUERYABLE, SORTABLE or SEARCHABLE")
+        }
         if indexes.contains(.searchable), element != .string {
             throw .badRequest(
                 "field '\(field)' of record type '\(recordType)' is \(type.rawValue): only STRING and STRING_LIST "

@@ -54,6 +54,17 @@ public struct SyncConfiguration: Sendable {
     /// or when the app calls ``SyncEngine/prefetchAssets(inZones:smallerThan:)``).
     public var eagerAssetBytes: Int64?
 
+    /// The fields encrypted end to end, by record type (the SDK's ``Nimbus/Record/encryptedValues``):
+    /// sealed with the zone's key before a send, opened after a fetch, so the server holds only
+    /// ciphertext while merges run here on the opened values. Needs the container's
+    /// ``Nimbus/Container/encryption``. A field the server already holds encrypted stays so.
+    ///
+    /// ```swift
+    /// var configuration = SyncConfiguration(zones: ["Journal"])
+    /// configuration.encryptedFields = ["Entry": ["body", "mood"]]
+    /// ```
+    public var encryptedFields: [String: Set<String>] = [:]
+
     /// Whether the engine also syncs the zones other users share with this one (the
     /// container's shared database), beside the private ``zones``: it subscribes to the
     /// shared database, learns of shared zones from its `changes/database` (new ones are

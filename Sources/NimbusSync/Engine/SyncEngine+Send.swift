@@ -92,7 +92,10 @@ extension SyncEngine {
         var nothing: [PendingChange] = []
         for (change, item) in zip(batch, outgoing) {
             switch item {
-            case .save(let record): saves.append(record)
+            case .save(var record):
+                // Fields encrypted on the server stay encrypted; the configuration names new ones.
+                record.encryptedKeys.formUnion(configuration.encryptedFields[record.recordType] ?? [])
+                saves.append(record)
             case .delete(let id, let tag): deletes[id] = tag
             case .nothing: nothing.append(change)
             }

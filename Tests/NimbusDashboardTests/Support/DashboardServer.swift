@@ -60,9 +60,9 @@ struct DashboardServer: Sendable {
         ).token
     }
 
-    /// POSTs to the CloudKit API of the public development database as a user.
-    func api(_ operation: String, _ body: JSON, webAuthToken: String) async throws -> JSON {
-        let url = "\(server.baseURL)/database/1/\(Self.container)/development/public/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)"
+    /// POSTs to the CloudKit API of a development database (the public one by default) as a user.
+    func api(_ operation: String, _ body: JSON, webAuthToken: String, scope: String = "public") async throws -> JSON {
+        let url = "\(server.baseURL)/database/1/\(Self.container)/development/\(scope)/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webAuthToken)"
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.body = .bytes(ByteBuffer(string: body.serialized()))

@@ -45,7 +45,7 @@ enum PredicateValues {
                 return value
             }
             return .list(elementType: first.type, checked)
-        case .string, .int64, .timestamp, .bytes, .reference, .asset:
+        case .string, .int64, .timestamp, .bytes, .encryptedBytes, .reference, .asset:
             return value
         }
     }

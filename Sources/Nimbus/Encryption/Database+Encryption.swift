@@ -1,0 +1,107 @@
+import Foundation
+import NimbusCrypto
+import NimbusProtocol
+
+extension Database {
+    /// `records` with the values of their ``Record/encryptedKeys`` sealed with their zones'
+    /// keys (as `ENCRYPTED_BYTES`), ready to send; records without encrypted fields as given.
+    /// - Throws: ``NimbusError/Code/invalidArguments`` for encrypted fields in the public
+    ///   database or holding a reference; ``NimbusError/Code/encryptionKeysMissing`` without
+    ///   ``Container/encryption`` or its keys.
+    func sealed(_ records: [Record]) async throws -> [Record] {
+        guard records.contains(where: { record in record.encryptedKeys.contains { record.values[$0] != nil } }) else {
+            return records
+        }
+        guard scope != .public else {
+            throw NimbusError(
+                .invalidArguments, "the public database holds no encrypted fields (as in CloudKit): use a private zone")
+        }
+        let keys = try encryptionKeys()
+        var sealed = records
+        for index in sealed.indices {
+            let record = sealed[index]
+            let fields = record.encryptedKeys.filter { record.values[$0] != nil }.sorted()
+            guard !fields.isEmpty else { continue }
+            let (key, owner) = try await keys.sealingKey(for: record.id.zoneID, in: self)
+            for field in fields {
+                let plaintext = try EncryptedFieldCoding.plaintext(of: record.values[field]!, field: field)
+                let envelope = try FieldSealing.seal(plaintext, with: key, for: place(of: record.id, field, owner: owner))
+                sealed[index].values[field] = .encryptedBytes(Data(envelope))
+            }
+        }
+        return sealed
+    }
+
+    /// `record` with each `ENCRYPTED_BYTES` value opened and its field marked encrypted.
+    /// - Throws: ``NimbusError/Code/decryptionFailed`` when a value does not authenticate
+    ///   (nothing is decrypted); ``NimbusError/Code/encryptionKeysMissing`` when this device
+    ///   lacks the key it was sealed with.
+    func opened(_ record: Record) async throws(NimbusError) -> Record {
+        let sealedFields = record.values.compactMap { field, value in value.encryptedBytesValue.map { (field, $0) } }
+        guard !sealedFields.isEmpty else { return record }
+        do {
+            let keys = try encryptionKeys()
+            var opened = record
+            for (field, envelope) in sealedFields.sorted(by: { $0.0 < $1.0 }) {
+                guard let keyID = FieldSealing.keyID(of: Array(envelope)) else {
+                    throw NimbusError(
+                        .decryptionFailed,
+                        "the encrypted value of '\(field)' is not an envelope this version reads (update the app)",
+                        recordID: record.id)
+                }
+                let (zoneKeys, owner) = try await keys.openingKeys(for: record.id.zoneID, keyID: keyID, in: self)
+                let plaintext: [UInt8]
+                do {
+                    plaintext = try FieldSealing.open(
+                        Array(envelope), keys: zoneKeys, for: place(of: record.id, field, owner: owner))
+                } catch {
+                    throw NimbusError(.decryptionFailed, error.message, recordID: record.id)
+                }
+                opened.values[field] = try EncryptedFieldCoding.value(from: plaintext, field: field)
+                opened.encryptedKeys.insert(field)
+            }
+            return opened
+        } catch let error as NimbusError {
+            throw error.recordID == nil ? error.about(record.id) : error
+        } catch {
+            throw NimbusError(.decryptionFailed, "\(error)", recordID: record.id)
+        }
+    }
+
+    /// A result whose record is opened (``opened(_:)``), or the failure that stops it.
+    func opened(_ result: Result<Record, NimbusError>) async -> Result<Record, NimbusError> {
+        guard case .success(let record) = result else { return result }
+        do {
+            return .success(try await opened(record))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// A conflict error with its server record opened (or the failure to open it instead).
+    func opened(_ error: NimbusError) async -> NimbusError {
+        guard let server = error.serverRecord else { return error }
+        do {
+            var copy = error
+            copy.serverRecord = try await opened(server)
+            return copy
+        } catch let failure {
+            return failure
+        }
+    }
+
+    private func encryptionKeys() throws(NimbusError) -> EncryptionKeys {
+        guard let keys = container.encryption else {
+            throw NimbusError(
+                .encryptionKeysMissing,
+                "records with encrypted fields need the container's encryption keys (Container.encryption)")
+        }
+        return keys
+    }
+
+    private func place(of recordID: Record.ID, _ field: String, owner: String) -> FieldPlace {
+        FieldPlace(
+            container: container.identifier, zoneName: recordID.zoneID.zoneName, ownerRecordName: owner,
+            recordName: recordID.recordName, fieldName: field)
+    }
+}

@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Nimbus
+import NimbusServer
+import NimbusStore
+
+/// `nimbus-bench encryption`: what end-to-end encryption costs a client, as the SDK pays it
+/// (sealing before the send, opening the saved record that comes back), against the same
+/// runs with the same fields unencrypted, in alternating rounds on one embedded server.
+struct EncryptionBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encryption",
+        abstract: "The cost of encryptedValues: single-record saves and batched writes, encrypted vs plain (build with -c release).",
+        discussion: """
+            Each round runs both modes, plain and encrypted, in alternating order (plain first in \
+            even rounds); the figure of each mode is its median over the rounds, and the ratio is \
+            encrypted over plain. Records carry a title (plain in both modes) and a 200-byte body, \
+            a mood and three tags (encrypted in the encrypted mode).
+            """)
+
+    @Option(name: .long, help: "Rounds (each runs both modes).")
+    var rounds = 6
+    @Option(name: .long, help: "Sequential single-record saves (updates of one record) per mode and round.")
+    var saves = 200
+    @Option(name: .long, help: "Batched records/modify requests per mode and round.")
+    var batches = 10
+    @Option(name: .long, help: "Records per batched request (at most 200).")
+    var batch = 200
+    @Option(name: .long, help: "Run the embedded server on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
+    var postgres: String?
+
+    enum Mode: String, CaseIterable, Sendable { case plain, encrypted }
+
+    func run() async throws {
+        var logger = Logger(label: "nimbus-bench")
+        logger.logLevel = .error
+        let runID = UUID().uuidString.prefix(8).lowercased()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-e2e-\(runID)")
+        var configuration = ServerConfiguration(port: 0, dataDirectory: directory.appendingPathComponent("server").path)
+        if let postgres { configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_e2e_\(runID)") }
+        let server = try await RunningServer.start(configuration, logger: logger)
+        func shutDown() async {
+            try? await server.stop()
+            try? await configuration.storage.removeAll(logger: logger)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        do {
+            let credentials = try await BenchCommand.provision(server.store, runID: String(runID))
+            var container = Container(
+                identifier: credentials.container, baseURL: URL(string: server.baseURL)!,
+                credentials: .apiToken(credentials.apiToken, webAuthToken: credentials.webAuthToken))
+            container.encryption = EncryptionKeys(store: FileKeyStore(directory: directory.appendingPathComponent("keys")))
+            _ = try await container.encryption!.setUp(in: container)
+            try await run(on: container.privateCloudDatabase, storage: postgres == nil ? "SQLite" : "PostgreSQL")
+            await shutDown()
+        } catch {
+            await shutDown()
+            throw error
+        }
+    }
+
+    private func run(on database: Database, storage: String) async throws {
+        let zone = ZoneID(zoneName: "Bench")
+        try await database.save(RecordZone(zoneID: zone))
+        // Warm-up: the zone key is made and cached, the schema learns both record types.
+        for mode in Mode.allCases {
+            try await database.save(Self.record(mode, name: "warm-\(mode)", zone: zone, step: 0))
+        }
+        var single: [Mode: [Double]] = [:]
+        var batched: [Mode: [Double]] = [:]
+        for round in 0..<rounds {
+            for mode in round % 2 == 0 ? [Mode.plain, .encrypted] : [.encrypted, .plain] {
+                single[mode, default: []].append(try await singleSaves(mode, round: round, zone: zone, on: database))
+                batched[mode, default: []].append(try await batchedWrites(mode, round: round, zone: zone, on: database))
+            }
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let singlePlain = median(single[.plain]!), singleSealed = median(single[.encrypted]!)
+        let batchPlain = median(batched[.plain]!), batchSealed = median(batched[.encrypted]!)
+        print("nimbus-bench encryption (\(storage), \(rounds) rounds, medians over rounds)")
+        print(
+            String(
+                format: "  single-record save   plain %.3f ms   encrypted %.3f ms   cost %+.1f %% (target <= 10 %%)",
+                singlePlain, singleSealed, (singleSealed / singlePlain - 1) * 100))
+        print(
+            String(
+                format: "  batched writes (%d)  plain %.0f rec/s   encrypted %.0f rec/s   cost %+.1f %% (target <= 10 %%)",
+                batch, batchPlain, batchSealed, (batchPlain / batchSealed - 1) * 100))
+    }
+
+    /// The mean milliseconds of one save (an update of one field, changed each time).
+    private func singleSaves(_ mode: Mode, round: Int, zone: ZoneID, on database: Database) async throws -> Double {
+        var record = try await database.save(Self.record(mode, name: "single-\(mode)-\(round)", zone: zone, step: 0))
+        let start = ContinuousClock.now
+        for step in 1...saves {
+            var edited = record
+            Self.setBody(&edited, mode, "entry \(step): " + String(repeating: "b", count: 190))
+            record = try await database.save(edited)
+        }
+        return (ContinuousClock.now - start) / .milliseconds(1) / Double(saves)
+    }
+
+    /// Records created per second by `batches` requests of `batch` new records.
+    private func batchedWrites(_ mode: Mode, round: Int, zone: ZoneID, on database: Database) async throws -> Double {
+        let start = ContinuousClock.now
+        for index in 0..<batches {
+            let records = (0..<batch).map { Self.record(mode, name: "b-\(mode)-\(round)-\(index)-\($0)", zone: zone, step: $0) }
+            let results = try await database.modifyRecords(saving: records, atomically: false)
+            for result in results.saveResults.values { _ = try result.get() }
+        }
+        return Double(batches * batch) / ((ContinuousClock.now - start) / .seconds(1))
+    }
+
+    static func record(_ mode: Mode, name: String, zone: ZoneID, step: Int) -> Record {
+        var record = Record(
+            recordType: mode == .plain ? "PlainEntry" : "SealedEntry", recordID: Record.ID(recordName: name, zoneID: zone))
+        record["title"] = "Entry \(step)"
+        setBody(&record, mode, "entry \(step): " + String(repeating: "a", count: 190))
+        if mode == .plain {
+            record["mood"] = Int64(step % 5)
+            record["tags"] = ["home", "travel", "work"]
+        } else {
+            record.encryptedValues["mood"] = Int64(step % 5)
+            record.encryptedValues["tags"] = ["home", "travel", "work"]
+        }
+        return record
+    }
+
+    static func setBody(_ record: inout Record, _ mode: Mode, _ body: String) {
+        if mode == .plain { record["body"] = body } else { record.encryptedValues["body"] = body }
+    }
+}
