@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Nimbus
+import NimbusEngines
 import NimbusServer
 import NimbusStore
 

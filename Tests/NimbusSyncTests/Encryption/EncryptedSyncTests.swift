@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Nimbus
 import NimbusProtocol
+import NimbusEngines
 import NimbusServer
 import NimbusStore
 import NimbusSync
