@@ -139,20 +139,22 @@ public final class RunningServer: Sendable {
             endpoint = MetricsEndpoint(
                 registry: registry, metrics: metrics, hub: hub, bearerToken: configuration.metrics.bearerToken)
         }
+        let crossOrigin = CrossOriginRule(
+            origins: origins, allowedOrigins: { try await store.signInSettings(container: $0).redirectOrigins })
         let router = Routes.build(
-            responder: responder, statistics: statistics, metrics: endpoint, origins: origins,
-            allowedOrigins: { try await store.signInSettings(container: $0).redirectOrigins })
+            responder: responder, statistics: statistics, metrics: endpoint, origins: origins, crossOrigin: crossOrigin)
         SignInPage.add(to: router, page: SignInPage(accounts: accounts, origins: origins))
         ShareLinkPage.add(to: router)
         var transfer = AssetTransfer(
             metadata: store, bytes: assetBytes, links: links, settings: configuration.assets, quota: uploadQuota)
         transfer.metrics = metrics
-        AssetRoutes.add(to: router, transfer: transfer, clock: configuration.clock, throttle: throttle)
+        AssetRoutes.add(
+            to: router, transfer: transfer, clock: configuration.clock, throttle: throttle, crossOrigin: crossOrigin)
         let pushChannel = PushChannel(
             hub: hub, store: store, authenticator: authenticator, settings: configuration.push, logger: logger,
             clock: configuration.clock)
         PushRoutes.add(
-            to: router, channel: pushChannel,
+            to: router, channel: pushChannel, crossOrigin: crossOrigin,
             courier: WebCourier(hub: hub, store: store, settings: configuration.push, clock: configuration.clock))
         let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
         // Beside the API, not part of it (nor of `routes`, which openapi.yaml describes).

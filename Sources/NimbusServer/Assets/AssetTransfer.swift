@@ -30,9 +30,17 @@ struct AssetTransfer: Sendable {
 
     /// `POST` (CloudKit: the whole file) or `PUT` with `Content-Range` (Nimbus: a chunk).
     /// `logger` is the request's (its lines carry the request's `request_id`).
-    func upload(_ request: Request, token: String, now: Int64, logger: Logger) async -> Response {
+    func upload(_ request: Request, token: String, now: Int64, logger: Logger) async -> TokenAnswer {
+        await TokenAnswer.finding { await upload(request, token: token, now: now, logger: logger, container: &$0) }
+    }
+
+    private func upload(_ request: Request, token: String, now: Int64, logger: Logger, container: inout String?) async
+        -> Response
+    {
         do {
-            let upload = try await pendingUpload(token, now: now)
+            let upload = try await storedUpload(token, now: now)
+            container = upload.database.container
+            try Self.checkPending(upload, now: now)
             guard writing.withLockedValue({ $0.insert(upload.id).inserted }) else {
                 throw CloudKitError(.conflict, "another request is sending bytes to this upload URL; wait for it to end")
             }
@@ -52,10 +60,15 @@ struct AssetTransfer: Sendable {
 
     /// `GET` of an upload URL (Nimbus): how many bytes the server holds, or the `singleFile`
     /// of a finished upload whose answer the client missed.
-    func uploadStatus(token: String, now: Int64, logger: Logger) async -> Response {
+    func uploadStatus(token: String, now: Int64, logger: Logger) async -> TokenAnswer {
+        await TokenAnswer.finding { await uploadStatus(token: token, now: now, logger: logger, container: &$0) }
+    }
+
+    private func uploadStatus(token: String, now: Int64, logger: Logger, container: inout String?) async -> Response {
         do {
-            let id = try links.upload(token, now: now)
-            guard let upload = try await metadata.assetUpload(id: id) else { throw AssetLinks.unknown }
+            let upload = try await storedUpload(token, now: now)
+            container = upload.database.container
+            let id = upload.id
             if let singleFile = upload.singleFile, !upload.used {
                 return APIResponder.jsonResponse(.object(["singleFile": singleFile.wireJSON]))
             }
@@ -81,14 +94,23 @@ struct AssetTransfer: Sendable {
 
     static let used = CloudKitError(.badRequest, "this upload URL was already used; ask assets/upload for a new one")
 
-    private func pendingUpload(_ token: String, now: Int64) async throws -> AssetUpload {
+    /// The upload an upload token names.
+    private func storedUpload(_ token: String, now: Int64) async throws -> AssetUpload {
         let id = try links.upload(token, now: now)
         guard let upload = try await metadata.assetUpload(id: id) else { throw AssetLinks.unknown }
+        return upload
+    }
+
+    /// The container of the upload an upload token names (`nil`: no such upload), for a preflight.
+    func uploadContainer(token: String, now: Int64) async -> String? {
+        try? await storedUpload(token, now: now).database.container
+    }
+
+    private static func checkPending(_ upload: AssetUpload, now: Int64) throws {
         guard upload.completion == nil else { throw Self.used }
         guard upload.expiresAt > now else {
             throw CloudKitError(.badRequest, "this upload URL has expired; ask assets/upload for a new one")
         }
-        return upload
     }
 
     private func tooLarge(_ size: Int64?) -> CloudKitError {
@@ -195,9 +217,16 @@ struct AssetTransfer: Sendable {
     // MARK: - Download
 
     /// `GET` of a download URL: the whole file (`200`), or one `Range` (`206`, `416`).
-    func download(_ request: Request, token: String, now: Int64, logger: Logger) async -> Response {
+    func download(_ request: Request, token: String, now: Int64, logger: Logger) async -> TokenAnswer {
+        await TokenAnswer.finding { await download(request, token: token, now: now, logger: logger, container: &$0) }
+    }
+
+    private func download(_ request: Request, token: String, now: Int64, logger: Logger, container: inout String?) async
+        -> Response
+    {
         do {
             let (database, sha) = try links.download(token, now: now)
+            container = database.container
             guard try await metadata.assetSize(sha256: sha, in: database) != nil else {
                 throw CloudKitError(.notFound, "the asset is no longer stored")
             }

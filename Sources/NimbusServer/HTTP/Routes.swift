@@ -8,7 +8,7 @@ import NimbusProtocol
 enum Routes {
     static func build(
         responder: APIResponder, statistics: RequestStatistics, metrics: MetricsEndpoint?, origins: OriginPolicy,
-        allowedOrigins: @escaping @Sendable (_ container: String) async throws -> [String]
+        crossOrigin: CrossOriginRule
     ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         // First, so that they wrap every route added after them: the request's ID (its logger,
@@ -20,7 +20,7 @@ enum Routes {
         // Before any route reads a body: `Expect: 100-continue` is answered when one does.
         router.add(middleware: ExpectContinueMiddleware())
         // Browser apps on a container's allowed origins read its API's answers (CORS).
-        router.add(middleware: CrossOriginMiddleware(origins: origins, allowedOrigins: allowedOrigins))
+        router.add(middleware: CrossOriginMiddleware(rule: crossOrigin))
         metrics?.add(to: router)
         router.on("/database/**", method: .post) { request, context in
             await responder.respond(to: request, context: context)

@@ -30,23 +30,29 @@ struct WebCourier: Sendable {
     /// loop costs the server one request per pause, not a hundred a second.
     var refusalPause: Duration = .seconds(1)
 
-    func poll(token: String) async -> Response {
+    /// The answer to a poll, with the container of the token once it was found.
+    func poll(token: String) async -> TokenAnswer {
+        var container: String?
         do {
-            return try await answer(token)
+            // Tokens are 48 hex digits; anything far longer was never issued (and is not looked up).
+            guard token.utf8.count <= 255, let pushToken = try await store.pushToken(token) else {
+                throw CloudKitError(.notFound, "no such push token; get one from tokens/create")
+            }
+            container = pushToken.recipient.container
+            return TokenAnswer(try await answer(token, pushToken), container: container)
         } catch let error as CloudKitError {
             await pauseBeforeRefusing()
-            return APIResponder.errorResponse(error)
+            return TokenAnswer(APIResponder.errorResponse(error), container: container)
         } catch {
             await pauseBeforeRefusing()
-            return APIResponder.errorResponse(CloudKitError(.internalError, "the courier failed; poll again"))
+            return TokenAnswer(
+                APIResponder.errorResponse(CloudKitError(.internalError, "the courier failed; poll again")),
+                container: container)
         }
     }
 
-    private func answer(_ token: String) async throws -> Response {
-        // Tokens are 48 hex digits; anything far longer was never issued (and is not looked up).
-        guard token.utf8.count <= 255, var pushToken = try await store.pushToken(token) else {
-            throw CloudKitError(.notFound, "no such push token; get one from tokens/create")
-        }
+    private func answer(_ token: String, _ found: PushToken) async throws -> Response {
+        var pushToken = found
         if !pushToken.registered {
             pushToken = try await store.registerPushToken(
                 token, for: pushToken.recipient, apnsEnvironment: pushToken.apnsEnvironment, now: clock.nowMillis())

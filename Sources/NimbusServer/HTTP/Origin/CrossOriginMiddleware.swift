@@ -1,35 +1,25 @@
 import HTTPTypes
 import Hummingbird
 
-/// Lets a browser app on an origin the container allows read the API's answers, as CloudKit
-/// answers the "Allowed Origins" of an API token: an answer to `/database/1/{container}/…` or
+/// Lets a browser app on an origin the container allows read the API's answers
+/// (``CrossOriginRule``): an answer to `/database/1/{container}/…` or
 /// `/device/1/{container}/…` whose request carries an `Origin` header that is exactly one of
-/// the container's allowed origins (`nimbus container set-signin --redirect-origin`, the
-/// origins its sign-in page returns to) gets `Access-Control-Allow-Origin` naming it. Any
-/// other origin gets no such header, so the browser keeps the answer from the page; the
-/// request itself is answered as without the header (an `Origin` header is no credential).
+/// the container's allowed origins gets `Access-Control-Allow-Origin` naming it. Any other
+/// origin gets no such header, so the browser keeps the answer from the page; the request
+/// itself is answered as without the header (an `Origin` header is no credential).
 ///
 /// CloudKit JS sends its requests as CORS "simple" requests (GET, or POST with a `text/plain`
-/// body, credentials in the query), so no preflight is involved; Nimbus answers no `OPTIONS`.
-/// A request from the server's own origin is not looked at.
+/// body, credentials in the query), so no preflight is involved; Nimbus answers no `OPTIONS`
+/// there. A request from the server's own origin is not looked at.
 struct CrossOriginMiddleware: RouterMiddleware {
     typealias Context = BasicRequestContext
-    let origins: OriginPolicy
-    /// The origins a container allows; a container that does not exist allows none.
-    let allowedOrigins: @Sendable (_ container: String) async throws -> [String]
+    let rule: CrossOriginRule
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         var response = try await next(request, context)
-        guard let origin = request.headers[.origin], let container = Self.container(ofPath: request.uri.path),
-            origin != origins.responseOrigin(request)
-        else { return response }
-        response.headers[.vary] = "Origin"
-        let allowed = (try? await allowedOrigins(container)) ?? []
-        if let value = RedirectTarget.crossOriginAllowed(origin, allowed: allowed) {
-            response.headers[.accessControlAllowOrigin] = value
-        }
+        await rule.apply(to: &response, request: request, container: Self.container(ofPath: request.uri.path))
         return response
     }
 
