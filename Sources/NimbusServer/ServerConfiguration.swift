@@ -74,16 +74,6 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
-/// Limits of the protocol, as CloudKit sets them.
-public enum ProtocolLimits {
-    /// Operations per `records/modify` or `zones/modify`, names per lookup.
-    public static let maxOperations = 200
-    /// Records per response page.
-    public static let maxResults = 200
-    /// Bytes of one record's fields.
-    public static let maxRecordBytes = 1 << 20
-}
-
 extension Duration {
     var milliseconds: Int64 {
         let (seconds, attoseconds) = components

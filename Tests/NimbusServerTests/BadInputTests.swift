@@ -74,13 +74,22 @@ struct BadInputTests {
         }
     }
 
-    @Test(arguments: Engine.available) func moreThan200OperationsAreRefused(engine: Engine) async throws {
+    /// CloudKit's limit per modify operation is 400 items: 400 in one atomic request are
+    /// applied together, 401 are refused with LIMIT_EXCEEDED and nothing is written.
+    @Test(arguments: Engine.available) func upTo400OperationsAreAppliedAndMoreAreRefused(engine: Engine) async throws {
         try await TestServer.with(engine) { server in
             let alice = try await server.user("alice")
             _ = try await alice.createZone("Z")
-            let reply = try await alice.modify("Z", (0..<201).map { op("create", "r\($0)") })
-            expectBadRequest(reply, mentioning: ["201", "200"])
+            let tooMany = try await alice.modify("Z", (0..<401).map { op("create", "r\($0)") }, atomic: true)
+            #expect(tooMany.status == 400)
+            expectBadRequest(tooMany, mentioning: ["401", "400"])
             #expect(try await alice.changes("Z").records.isEmpty)
+
+            let applied = try await alice.modify("Z", (0..<400).map { op("create", "r\($0)") }, atomic: true)
+            #expect(applied.status == 200)
+            #expect(applied.records.count == 400)
+            #expect(applied.records.allSatisfy { $0["serverErrorCode"] == nil && $0["recordChangeTag"] != nil })
+            #expect(try await alice.changes("Z").records.isEmpty == false)
         }
     }
 

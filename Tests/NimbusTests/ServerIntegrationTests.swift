@@ -265,7 +265,8 @@ struct ServerIntegrationTests {
         try await LiveServer.with { server in
             let database = try await server.container(user: "ana").privateCloudDatabase
             try await database.save(RecordZone(zoneID: readingList))
-            let records = (0..<450).map { index in
+            // The server takes 400 operations per records/modify (CloudKit's limit per operation).
+            let records = (0..<900).map { index in
                 var record = Record(recordType: "Visit", recordID: Record.ID(recordName: "v\(index)", zoneID: readingList))
                 record["n"] = index
                 return record
@@ -274,8 +275,8 @@ struct ServerIntegrationTests {
                 try await database.modifyRecords(saving: batch, atomically: false).saveResults
             }
             let saved = batches.flatMap(\.values).filter { (try? $0.get()) != nil }
-            #expect(saved.count == 450)
-            #expect(batches.count == 4)  // 450 → 225 + 225 → 112 + 113 + 112 + 113
+            #expect(saved.count == 900)
+            #expect(batches.count == 4)  // 900 → 450 + 450 → 225 + 225 + 225 + 225
         }
     }
 

@@ -104,7 +104,19 @@ extension Container {
         guard !lookupInfos.isEmpty else { return [] }
         let response = try await publicCloudDatabase.send(
             "users/discover", body: .object(["lookupInfos": .array(lookupInfos.map(\.wireJSON))]))
-        return try (response["users"]?.array ?? []).map { entry in
+        return try Self.discoveredIdentities(response)
+    }
+
+    /// The discoverable users in the signed-in user's address book (GET `users/discover`,
+    /// CloudKit's "Discovering All User Identities"). A Nimbus server keeps no address books,
+    /// so it finds no one; the request still fails as CloudKit's does without a signed-in user.
+    public func discoverAllUserIdentities() async throws -> [UserIdentity] {
+        try Self.discoveredIdentities(try await publicCloudDatabase.send("users/discover", method: .get, body: nil))
+    }
+
+    /// The identities of a `users/discover` answer `{users: [{userRecordName, nameComponents?, lookupInfo?}]}`.
+    private static func discoveredIdentities(_ response: JSON) throws -> [UserIdentity] {
+        try (response["users"]?.array ?? []).map { entry in
             guard let name = entry["userRecordName"]?.string else {
                 throw NimbusError.malformedResponse("users/discover returned a user without userRecordName")
             }

@@ -57,7 +57,8 @@ extension CKDatabase {
         return recordID
     }
 
-    /// Saves and deletes records, with each item's result.
+    /// Saves and deletes records, with each item's result. More items than the server takes
+    /// in one request are sent in several when not atomic, without the caller seeing it.
     ///
     /// - Parameters:
     ///   - savePolicy: what a save does when the server's copy changed (see
@@ -71,7 +72,7 @@ extension CKDatabase {
     ) {
         let database = try configured()
         let results = try await mappingErrors {
-            try await database.modifyRecords(
+            try await database.modifyRecordsInRequests(
                 saving: recordsToSave.map { $0.nimbus }, deleting: recordIDsToDelete.map(\.nimbus),
                 savePolicy: savePolicy.nimbus, atomically: atomically)
         }

@@ -67,7 +67,7 @@ open class CKModifyRecordsOperation: CKDatabaseOperation, @unchecked Sendable {
         let results: (saveResults: [Record.ID: Result<Record, NimbusError>], deleteResults: [Record.ID: Result<Void, NimbusError>])
         do {
             let database = try targetDatabase.configured()
-            results = try await database.modifyRecords(
+            results = try await database.modifyRecordsInRequests(
                 saving: toSave.map(\.nimbus), deleting: toDelete.map(\.nimbus), savePolicy: savePolicy.nimbus,
                 atomically: isAtomic,
                 assetProgress: progress.map { report in

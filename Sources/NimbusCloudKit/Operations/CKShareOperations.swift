@@ -20,27 +20,18 @@ open class CKFetchShareMetadataOperation: CKOperation, @unchecked Sendable {
     }
 
     override func execute() async {
-        let container = configuration?.container ?? CKContainer.default()
-        var failures = 0
-        for url in shareURLs ?? [] {
-            if let cancelled = cancellationError {
-                finishReporting(cancelled)
-                return
-            }
-            do {
-                perShareMetadataResultBlock?(url, .success(try await container.shareMetadata(for: url, shouldFetchRootRecord: shouldFetchRootRecord)))
-            } catch {
-                failures += 1
-                perShareMetadataResultBlock?(url, .failure(CKError.wrapping(error)))
-            }
+        let container = targetContainer
+        let rootRecord = shouldFetchRootRecord
+        await forEachItem(
+            shareURLs ?? [], failed: { "\($0) share URL(s) did not resolve" },
+            { try await container.shareMetadata(for: $0, shouldFetchRootRecord: rootRecord) }
+        ) { url, result in
+            perShareMetadataResultBlock?(url, result)
         }
-        finishReporting(
-            cancellationError
-                ?? (failures == 0 ? nil : CKError(.partialFailure, message: "\(failures) share URL(s) did not resolve")))
     }
 
     override func reportFinal(_ error: CKError?) {
-        fetchShareMetadataResultBlock?(error.map { .failure($0) } ?? .success(()))
+        reportFinal(error, result: fetchShareMetadataResultBlock)
     }
 }
 
@@ -63,25 +54,15 @@ open class CKAcceptSharesOperation: CKOperation, @unchecked Sendable {
     }
 
     override func execute() async {
-        let container = configuration?.container ?? CKContainer.default()
-        var failures = 0
-        for metadata in shareMetadatas ?? [] {
-            if let cancelled = cancellationError {
-                finishReporting(cancelled)
-                return
-            }
-            do {
-                perShareResultBlock?(metadata, .success(try await container.accept(metadata)))
-            } catch {
-                failures += 1
-                perShareResultBlock?(metadata, .failure(CKError.wrapping(error)))
-            }
+        let container = targetContainer
+        await forEachItem(
+            shareMetadatas ?? [], failed: { "\($0) share(s) were not accepted" }, { try await container.accept($0) }
+        ) { metadata, result in
+            perShareResultBlock?(metadata, result)
         }
-        finishReporting(
-            cancellationError ?? (failures == 0 ? nil : CKError(.partialFailure, message: "\(failures) share(s) were not accepted")))
     }
 
     override func reportFinal(_ error: CKError?) {
-        acceptSharesResultBlock?(error.map { .failure($0) } ?? .success(()))
+        reportFinal(error, result: acceptSharesResultBlock)
     }
 }

@@ -4,28 +4,39 @@ import Nimbus
 extension CKSyncEngine {
     /// Starts the automatic sync: the database subscription, a first fetch and send, the
     /// push listener, and sends scheduled when pending changes are added.
+    ///
+    /// No wake-up is lost: a fetch or send that fails for a retryable reason (the network,
+    /// throttling, a busy server) is scheduled again after the server's `retryAfter` (or a
+    /// second), and so is the subscription's save; and each time the push channel connects
+    /// again the engine fetches, since pushes sent while it was down are not replayed.
     func startAutomaticSync() {
         state.onChange.withLock { $0 = { [weak self] in self?.scheduleSend(after: nil) } }
         let start = Task { [weak self] in
-            guard let self else { return }
-            await self.saveSubscriptionIfNeeded()
-            self.scheduleFetch()
-            self.scheduleSend(after: nil)
+            // The engine is held only while a request is in flight, never while waiting.
+            while let wait = await self?.saveSubscriptionIfNeeded() {
+                guard let sleep = self?.sleep, (try? await sleep(wait)) != nil else { return }
+            }
+            self?.scheduleFetch(after: nil)
+            self?.scheduleSend(after: nil)
         }
         let listener = Task { [weak self] in
-            guard let pushes = self?.pushes() else { return }
-            for await push in pushes {
+            guard let events = self?.pushEvents() else { return }
+            for await event in events {
                 guard let self else { return }
-                if self.concerns(push) { self.scheduleFetch() }
+                switch event {
+                case .connected: self.scheduleFetch(after: nil)
+                case .notification(let push) where self.concerns(push): self.scheduleFetch(after: nil)
+                case .notification, .disconnected: break
+                }
             }
         }
         background.withLock { $0 += [start, listener] }
     }
 
-    /// The pushes of the engine's user, from Nimbus's WebSocket push channel.
-    private func pushes() -> AsyncStream<PushNotification>? {
+    /// The push channel of the engine's user (Nimbus's WebSocket push).
+    private func pushEvents() -> AsyncStream<PushEvent>? {
         guard let container = database.nimbus?.container else { return nil }
-        return PushClient(container: container).notifications()
+        return PushClient(container: container).events()
     }
 
     /// Whether a push is about this engine's database.
@@ -35,32 +46,39 @@ extension CKSyncEngine {
     }
 
     /// Saves the database subscription whose pushes drive the fetches (once per state).
-    private func saveSubscriptionIfNeeded() async {
-        guard !state.data.current.subscriptionSaved, database.databaseScope != .public else { return }
+    /// - Returns: the wait before trying again after a retryable failure; `nil` when saved,
+    ///   not needed, or failed for good.
+    private func saveSubscriptionIfNeeded() async -> Duration? {
+        guard !state.data.current.subscriptionSaved, database.databaseScope != .public else { return nil }
         let subscription = CKDatabaseSubscription(subscriptionID: subscriptionID)
         let info = CKSubscription.NotificationInfo()
         info.shouldSendContentAvailable = true
         subscription.notificationInfo = info
-        guard (try? await database.save(subscription)) != nil else { return }
+        do {
+            _ = try await database.save(subscription)
+        } catch {
+            return Task.isCancelled ? nil : Self.retryWait(CKError.wrapping(error))
+        }
         state.data.withLock { $0.subscriptionSaved = true }
         await emitStateUpdate()
+        return nil
     }
 
-    /// Fetches soon (once, however many pushes arrive meanwhile).
-    func scheduleFetch() {
-        let first = fetchScheduled.withLock { scheduled -> Bool in
-            defer { scheduled = true }
-            return !scheduled
-        }
-        guard first else { return }
+    /// Fetches soon, or after `wait` (the server's retry-after), once however many pushes
+    /// arrive meanwhile; a fetch failing for a retryable reason schedules the next.
+    func scheduleFetch(after wait: Duration?) {
+        guard claim(fetchScheduled) else { return }
         let task = Task { [weak self] in
-            guard let self else { return }
+            if let wait, let sleep = self?.sleep { try? await sleep(wait) }
+            guard let self, !Task.isCancelled else { return }
             self.fetchScheduled.withLock { $0 = false }
             let context = FetchChangesContext(reason: .scheduled, options: FetchChangesOptions())
-            try? await self.exclusively {
+            let retry = await self.runExclusively {
                 let options = await self.delegate?.nextFetchChangesOptions(context, syncEngine: self) ?? context.options
                 try await self.performFetch(FetchChangesContext(reason: .scheduled, options: options))
+                return nil
             }
+            if let retry { self.scheduleFetch(after: retry) }
         }
         remember(task)
     }
@@ -68,24 +86,41 @@ extension CKSyncEngine {
     /// Sends after a short wait (so changes added together go together), or after `wait`
     /// (the server's retry-after); a send failing for a retryable reason schedules the next.
     func scheduleSend(after wait: Duration?) {
-        let first = sendScheduled.withLock { scheduled -> Bool in
+        guard claim(sendScheduled) else { return }
+        let task = Task { [weak self] in
+            guard let delay = self?.sendDelay, let sleep = self?.sleep else { return }
+            try? await sleep(wait ?? delay)
+            guard let self, !Task.isCancelled else { return }
+            self.sendScheduled.withLock { $0 = false }
+            let retry = await self.runExclusively {
+                try await self.performSend(SendChangesContext(reason: .scheduled, options: SendChangesOptions())).retryAfter
+            }
+            if let retry { self.scheduleSend(after: retry) }
+        }
+        remember(task)
+    }
+
+    /// Sets a "scheduled" flag; `false` when it was set already (the work is coming).
+    private func claim(_ flag: Locked<Bool>) -> Bool {
+        flag.withLock { scheduled -> Bool in
             defer { scheduled = true }
             return !scheduled
         }
-        guard first else { return }
-        let task = Task { [weak self] in
-            guard let delay = self?.sendDelay else { return }
-            try? await self?.sleep(wait ?? delay)
-            guard let self, !Task.isCancelled else { return }
-            self.sendScheduled.withLock { $0 = false }
-            let retry = Locked<Duration?>(nil)
-            try? await self.exclusively {
-                let outcome = try await self.performSend(SendChangesContext(reason: .scheduled, options: SendChangesOptions()))
-                retry.withLock { $0 = outcome.retryAfter }
+    }
+
+    /// Runs `work` exclusively and returns when to run it again: the wait `work` returns, or
+    /// the wait after the retryable error it threw; `nil` when it need not run again.
+    private func runExclusively(_ work: @escaping @Sendable () async throws -> Duration?) async -> Duration? {
+        let next = Locked<Duration?>(nil)
+        do {
+            try await exclusively {
+                let wait = try await work()
+                next.withLock { $0 = wait }
             }
-            if let next = retry.current { self.scheduleSend(after: next) }
+        } catch {
+            return Task.isCancelled ? nil : Self.retryWait(CKError.wrapping(error))
         }
-        remember(task)
+        return next.current
     }
 
     private func remember(_ task: Task<Void, Never>) {

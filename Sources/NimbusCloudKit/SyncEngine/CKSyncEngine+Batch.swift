@@ -1,11 +1,12 @@
 import Foundation
+import NimbusProtocol
 
 extension CKSyncEngine {
     /// The records the delegate hands the engine to send next.
     public struct RecordZoneChangeBatch: Sendable {
-        /// The most changes a batch built from pending changes holds (the server's limit per
-        /// request); the engine asks again for the rest.
-        public static let maximumChanges = 200
+        /// The most changes a batch built from pending changes holds (CloudKit's 400 items per
+        /// operation, the server's limit per `records/modify`); the engine asks again for the rest.
+        public static let maximumChanges = ProtocolLimits.maxRecordOperations
 
         public var recordsToSave: [CKRecord]
         public var recordIDsToDelete: [CKRecord.ID]

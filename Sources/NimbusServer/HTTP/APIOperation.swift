@@ -1,3 +1,5 @@
+import NimbusProtocol
+
 /// Every operation the CloudKit Web Services API serves, by its path after
 /// `/database/1/{container}/{environment}/{database}/`.
 ///
@@ -87,13 +89,13 @@ public enum APIOperation: String, CaseIterable, Sendable {
     /// (``ServerConfiguration/maxBodyBytes``, 64 MiB by default) caps it. A larger body is
     /// refused with `LIMIT_EXCEEDED` before it is read.
     ///
-    /// `records/modify` has room for its 200 records of 1 MiB of fields each, plus 16 KiB each
-    /// for names, tags and the JSON around them (≈ 203 MiB: the ceiling decides). A batch of
+    /// `records/modify` has room for its 400 records of 1 MiB of fields each, plus 16 KiB each
+    /// for names, tags and the JSON around them (≈ 406 MiB: the ceiling decides). A batch of
     /// 200 subscriptions, each with a query of long filters, fits in 4 MiB. Every other
     /// request carries names, tokens, a query and a few options: 1 MiB.
     public var maxBodyBytes: Int {
         switch self {
-        case .recordsModify: return ProtocolLimits.maxOperations * (ProtocolLimits.maxRecordBytes + (16 << 10))
+        case .recordsModify: return ProtocolLimits.maxRecordOperations * (ProtocolLimits.maxRecordBytes + (16 << 10))
         case .subscriptionsModify: return 4 << 20
         default: return 1 << 20
         }

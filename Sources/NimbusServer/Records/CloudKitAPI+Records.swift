@@ -12,10 +12,10 @@ extension CloudKitAPI {
         }
         let zoneID = try call.zoneID()
         let operationReaders = try call.body.required("operations").array()
-        guard operationReaders.count <= ProtocolLimits.maxOperations else {
+        guard operationReaders.count <= ProtocolLimits.maxRecordOperations else {
             throw CloudKitError(
                 .limitExceeded,
-                "\(operationReaders.count) operations in one request; the limit is \(ProtocolLimits.maxOperations): split the batch")
+                "\(operationReaders.count) operations in one request; the limit is \(ProtocolLimits.maxRecordOperations): split the batch")
         }
         let defaultKeys = try call.desiredKeys()
         var pending: [PendingRecordOperation] = []

@@ -19,6 +19,8 @@ actor ContactsDevice: CKSyncEngineDelegate {
     private(set) var savedState: CKSyncEngine.State.Serialization?
     private(set) var events: [String] = []
     private var engine: CKSyncEngine?
+    private var waiters: [Int: (condition: @Sendable (isolated ContactsDevice) -> Bool, done: CheckedContinuation<Void, Never>)] = [:]
+    private var nextWaiter = 0
 
     /// Starts the device's engine over `database`, from a persisted state when given.
     func start(database: CKDatabase, state: CKSyncEngine.State.Serialization? = nil, automatically: Bool = false) {
@@ -45,11 +47,38 @@ actor ContactsDevice: CKSyncEngineDelegate {
 
     func clearEvents() { events = [] }
 
+    /// Returns once `condition` holds: checked now and after each event the engine reports
+    /// (no polling). Cancelling the waiting task ends the wait.
+    func until(_ condition: @escaping @Sendable (isolated ContactsDevice) -> Bool) async {
+        guard !condition(self) else { return }
+        let id = nextWaiter
+        nextWaiter += 1
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if Task.isCancelled { continuation.resume() } else { waiters[id] = (condition, continuation) }
+            }
+        } onCancel: {
+            Task { await self.endWait(id) }
+        }
+    }
+
+    private func endWait(_ id: Int) {
+        waiters.removeValue(forKey: id)?.done.resume()
+    }
+
+    private func wakeWaiters() {
+        for (id, waiter) in waiters where waiter.condition(self) {
+            waiters[id] = nil
+            waiter.done.resume()
+        }
+    }
+
     static func recordID(_ id: String) -> CKRecord.ID { CKRecord.ID(recordName: id, zoneID: zoneID) }
 
     // MARK: - CKSyncEngineDelegate
 
     func handleEvent(_ event: CKSyncEngine.Event, syncEngine: CKSyncEngine) async {
+        defer { wakeWaiters() }
         events.append(event.description)
         switch event {
         case .stateUpdate(let update):

@@ -41,11 +41,13 @@ final class CloudKitServer: Sendable {
     }
 
     /// The connection of a new signed-in user (or nobody, with `user` nil).
-    func connection(user: String?) async throws -> NimbusConnection {
+    func connection(
+        user: String?, email: String? = nil, firstName: String? = nil, lastName: String? = nil
+    ) async throws -> NimbusConnection {
         var token: String?
         if let user {
             token = try await server.store.createUser(
-                name: user, email: nil, firstName: nil, lastName: nil, container: Self.containerID
+                name: user, email: email, firstName: firstName, lastName: lastName, container: Self.containerID
             ).token
         }
         return NimbusConnection(
