@@ -192,13 +192,4 @@ extension CKContainer {
             do { completionHandler(try await work(), nil) } catch { completionHandler(nil, CKError.wrapping(error)) }
         }
     }
-
-    // MARK: - Operations
-
-    /// Runs an operation with this container (its database operations against the private
-    /// database, unless they name another), on the queue databases run theirs on.
-    public func add(_ operation: CKOperation) {
-        operation.configuration.container = self
-        CKDatabase.queue.addOperation(operation)
-    }
 }

@@ -102,6 +102,16 @@ public final class CKContainer: NSObject, Sendable {
         }
     }
 
+    /// Runs an operation with this container (its database operations against the private
+    /// database, unless they name another), on the queue databases run theirs on (a
+    /// long-lived operation that runs already, handed back by ``longLivedOperation(for:)``,
+    /// is left running).
+    public func add(_ operation: CKOperation) {
+        guard !LongLivedOperations.isRunning(operation) else { return }
+        operation.configuration.container = self
+        CKDatabase.queue.addOperation(operation)
+    }
+
     public override var description: String { "<CKContainer: \(containerIdentifier ?? "-")>" }
 }
 

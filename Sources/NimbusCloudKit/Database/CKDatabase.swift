@@ -41,8 +41,11 @@ public final class CKDatabase: NSObject, Sendable {
         CKRecordZone(zoneID: local(zone.zoneID))
     }
 
-    /// Runs an operation against this database on a queue of the database's own.
+    /// Runs an operation against this database on a queue of the database's own (a
+    /// long-lived operation that runs already, handed back by
+    /// ``CKContainer/longLivedOperation(for:)``, is left running).
     public func add(_ operation: CKDatabaseOperation) {
+        guard !LongLivedOperations.isRunning(operation) else { return }
         operation.database = self
         Self.queue.addOperation(operation)
     }

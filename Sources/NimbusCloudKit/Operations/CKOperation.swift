@@ -28,7 +28,9 @@ open class CKOperation: Operation, @unchecked Sendable {
         @Protected public var qualityOfService: QualityOfService = .default
         /// Kept for source compatibility; every request may use any network.
         @Protected public var allowsCellularAccess: Bool = true
-        /// Kept for source compatibility; Nimbus runs no operation beyond its process.
+        /// Lists the operation, while it runs, among its container's long-lived operations
+        /// (``CKContainer/allLongLivedOperationIDs()``). Nothing outlives the process here:
+        /// after a relaunch an operation is not resumed.
         @Protected public var isLongLived: Bool = false
         /// How long one request may take.
         @Protected public var timeoutIntervalForRequest: TimeInterval = 60
@@ -38,8 +40,14 @@ open class CKOperation: Operation, @unchecked Sendable {
         public override init() {}
     }
 
+    /// The ID of an operation, for finding a long-lived one.
+    public typealias ID = String
+
     /// A unique ID for this operation.
-    public let operationID = UUID().uuidString
+    public let operationID: ID = UUID().uuidString
+    /// Called when a long-lived operation starts and is listed among its container's
+    /// long-lived operations (CloudKit calls it once the operation is persisted).
+    @Protected public var longLivedOperationWasPersistedBlock: (@Sendable () -> Void)? = nil
     @Protected private var configurationStorage: Configuration? = nil
     /// The group the operation belongs to (its default configuration applies when the
     /// operation's own was not set).
@@ -70,8 +78,21 @@ open class CKOperation: Operation, @unchecked Sendable {
     /// Reports cancellation through the final result block when the operation was cancelled
     /// before it started (the queue then finishes it without running it).
     open override func start() {
-        if isCancelled { finishReporting(CKError(.operationCancelled, message: "the operation was cancelled")) }
+        if isCancelled {
+            finishReporting(CKError(.operationCancelled, message: "the operation was cancelled"))
+        } else if configuration.isLongLived {
+            LongLivedOperations.started(self, container: containerIdentifier)
+            longLivedOperationWasPersistedBlock?()
+        }
         super.start()
+    }
+
+    /// The container the operation works in: its database's, else its configuration's.
+    var containerIdentifier: String? {
+        if let database = (self as? CKDatabaseOperation)?.targetDatabase {
+            return database.nimbus?.container.identifier
+        }
+        return targetContainer.containerIdentifier
     }
 
     /// Runs ``execute()`` on a task and waits for it: the operation finishes after its
@@ -86,6 +107,7 @@ open class CKOperation: Operation, @unchecked Sendable {
         if isCancelled { task.cancel() }
         done.wait()
         running.withLock { $0 = nil }
+        LongLivedOperations.finished(self)
     }
 
     /// Cancels the operation: a request in flight is cancelled, and the final result block
