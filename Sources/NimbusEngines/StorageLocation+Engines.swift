@@ -31,7 +31,7 @@ extension StorageLocation {
             return try FileAssetStore(directory: (dataDirectory as NSString).appendingPathComponent("assets"))
         case .postgres:
             guard let postgres = store as? PostgresStore else {
-                throw CloudKitStorageMismatch(location: self, engine: store.engineName)
+                throw StorageEngineMismatch(location: self, engine: store.engineName)
             }
             return PostgresAssetStore(store: postgres)
         }
@@ -52,7 +52,7 @@ extension StorageLocation {
 }
 
 /// A store handed to ``StorageLocation/openAssets(for:directory:)`` that the location did not open.
-struct CloudKitStorageMismatch: Error, CustomStringConvertible {
+struct StorageEngineMismatch: Error, CustomStringConvertible {
     let location: StorageLocation
     let engine: String
 

@@ -60,7 +60,7 @@ public actor MemoryRecordStore: RecordStore {
         let rows = state.records[zone] ?? [:]
         var plan = try transaction.plan(
             zoneIsLive: state.zones[zone]?.deleted == false,
-            rows: rows.filter { request.names.contains($0.key) },
+            rows: Dictionary(uniqueKeysWithValues: request.names.compactMap { name in rows[name].map { (name, $0) } }),
             baseVersion: state.version, assets: AssetContext(database: request.database))
         while let parents = plan.cascadingParents {
             plan = transaction.cascade(children: try Self.liveChildren(of: Set(parents), in: rows))
