@@ -27,12 +27,16 @@ public actor EncryptionKeys {
 
     public nonisolated let store: any DeviceKeyStore
     /// By container identifier (one key store may serve several containers).
-    private var accounts: [String: KeyAgreementIdentity] = [:]
+    var accounts: [String: KeyAgreementIdentity] = [:]
     private var users: [String: String] = [:]
     /// Every zone key this device opened, by ``cacheKey(_:_:)``.
-    private var zoneKeys: [String: [ZoneKey]] = [:]
+    var zoneKeys: [String: [ZoneKey]] = [:]
     /// The key new values of a zone are sealed with, by ``cacheKey(_:_:)``.
-    private var currentKeys: [String: ZoneKey] = [:]
+    var currentKeys: [String: ZoneKey] = [:]
+    /// The containers whose account another device reset: this device's key is stale.
+    var resetElsewhere: Set<String> = []
+    /// The enrolment offers this device made, by offer ID (hex): each answers once.
+    var enrolmentOffers: [String: EnrolmentOffer] = [:]
 
     public init(store: any DeviceKeyStore) {
         self.store = store
@@ -51,12 +55,19 @@ public actor EncryptionKeys {
         let database = container.privateCloudDatabase
         if let published = try await accountRecord(in: database) {
             guard let local, published.fieldValue(forKey: "publicKey")?.bytesValue == Data(local.publicBytes) else {
+                if let publicKey = published.fieldValue(forKey: "publicKey")?.bytesValue,
+                    try await adoptRotatedAccount(publicKey: Array(publicKey), user: user, in: container)
+                {
+                    return nil
+                }
                 throw NimbusError(
                     .encryptionKeysMissing,
                     "this account's encryption keys were set up on another device: enrol this device with a code from "
                         + "that device, or with the recovery key")
             }
+            forgetKeys(of: container)
             accounts[container.identifier] = local
+            try await registerThisDevice(account: local, user: user, in: container)
             return nil
         }
         let identity = local ?? KeyAgreementIdentity()
@@ -72,7 +83,9 @@ public actor EncryptionKeys {
                 .encryptionKeysMissing, "another device set up this account's encryption meanwhile: enrol this device")
         }
         try store.setAccountKey(identity.privateBytes, user: user, container: container.identifier)
+        forgetKeys(of: container)
         accounts[container.identifier] = identity
+        try await registerThisDevice(account: identity, user: user, in: container)
         return recovery
     }
 
@@ -97,7 +110,9 @@ public actor EncryptionKeys {
             throw NimbusError(.decryptionFailed, "the recovered key is not the account's published key")
         }
         try store.setAccountKey(identity.privateBytes, user: user, container: container.identifier)
+        forgetKeys(of: container)
         accounts[container.identifier] = identity
+        try await registerThisDevice(account: identity, user: user, in: container)
     }
 
     /// Whether this device holds the account key (after ``setUp(in:)`` or an enrolment).
@@ -110,6 +125,10 @@ public actor EncryptionKeys {
     /// The key to seal new values of a private zone with, and the zone's owner: the zone's
     /// current key from the key directory, or a new one published there.
     func sealingKey(for zoneID: ZoneID, in database: Database) async throws -> (key: ZoneKey, owner: String) {
+        if database.scope == .shared {
+            let (key, owner) = try await grantedKey(for: zoneID, keyID: nil, in: database)
+            return (key, owner)
+        }
         let (account, owner) = try await owned(zoneID, in: database)
         let cache = Self.cacheKey(database, zoneID.zoneName)
         if let key = currentKeys[cache] { return (key, owner) }
@@ -152,6 +171,10 @@ public actor EncryptionKeys {
     func openingKeys(for zoneID: ZoneID, keyID id: [UInt8], in database: Database) async throws
         -> (keys: [ZoneKey], owner: String)
     {
+        if database.scope == .shared {
+            let (key, owner) = try await grantedKey(for: zoneID, keyID: id, in: database)
+            return ([key], owner)
+        }
         let (account, owner) = try await owned(zoneID, in: database)
         let cache = Self.cacheKey(database, zoneID.zoneName)
         let known = zoneKeys[cache] ?? []
@@ -191,12 +214,12 @@ public actor EncryptionKeys {
         "\(database.container.identifier)\u{0}\(zoneName)"
     }
 
-    private func remember(_ key: ZoneKey, _ cache: String) {
+    func remember(_ key: ZoneKey, _ cache: String) {
         if !(zoneKeys[cache] ?? []).contains(where: { $0.id == key.id }) { zoneKeys[cache, default: []].append(key) }
     }
 
     /// A zone key from the directory (`nil`: no such record), checked to be the account's own.
-    private func directoryKey(
+    func directoryKey(
         _ recordID: Record.ID, zone: String, owner: String, account: KeyAgreementIdentity, in database: Database
     ) async throws -> ZoneKey? {
         let record: Record
@@ -219,7 +242,7 @@ public actor EncryptionKeys {
     }
 
     /// The account key and the owner of a zone whose keys this account holds (its private zones).
-    private func owned(_ zoneID: ZoneID, in database: Database) async throws -> (KeyAgreementIdentity, String) {
+    func owned(_ zoneID: ZoneID, in database: Database) async throws -> (KeyAgreementIdentity, String) {
         guard database.scope == .private else {
             throw NimbusError(
                 .encryptionKeysMissing,
@@ -232,7 +255,11 @@ public actor EncryptionKeys {
         return (account, try await user(of: database.container))
     }
 
-    private func accountKey(in container: Container, required: Bool) async throws -> KeyAgreementIdentity? {
+    func accountKey(in container: Container, required: Bool) async throws -> KeyAgreementIdentity? {
+        if resetElsewhere.contains(container.identifier) {
+            guard !required else { throw Self.resetOnAnotherDevice() }
+            return nil
+        }
         if let account = accounts[container.identifier] { return account }
         let user = try await user(of: container)
         if let bytes = try store.accountKey(user: user, container: container.identifier) {
@@ -249,14 +276,14 @@ public actor EncryptionKeys {
         return nil
     }
 
-    private func user(of container: Container) async throws -> String {
+    func user(of container: Container) async throws -> String {
         if let name = users[container.identifier] { return name }
         let name = try await container.userRecordID().recordName
         users[container.identifier] = name
         return name
     }
 
-    private func accountRecord(in database: Database) async throws -> Record? {
+    func accountRecord(in database: Database) async throws -> Record? {
         do {
             return try await database.record(for: Self.accountRecordID)
         } catch let error as NimbusError where error.code == .unknownItem || error.code == .zoneNotFound {

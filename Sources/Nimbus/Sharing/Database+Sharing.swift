@@ -30,6 +30,7 @@ extension Database {
         else {
             throw NimbusError.malformedResponse("no result for the share or its root")
         }
+        try await shareEncryptionKeys(savedShare, rootRecordID: savedRoot.id)
         return (savedShare, savedRoot)
     }
 
@@ -46,7 +47,15 @@ extension Database {
         guard let savedShare = Share(saved) else {
             throw NimbusError.malformedResponse("the saved share came back as a \(saved.recordType)")
         }
+        try await shareEncryptionKeys(savedShare, rootRecordID: nil)
         return savedShare
+    }
+
+    /// Gives the share's participants the zone's keys when this device holds encryption keys
+    /// (``EncryptionKeys/shareKeys(for:rootRecordID:in:)``).
+    private func shareEncryptionKeys(_ share: Share, rootRecordID: Record.ID?) async throws {
+        guard scope == .private, let keys = container.encryption, try await keys.isReady(in: container) else { return }
+        try await keys.shareKeys(for: share, rootRecordID: rootRecordID, in: self)
     }
 
     /// Fetches a share record (in the owner's private database, or the participant's shared

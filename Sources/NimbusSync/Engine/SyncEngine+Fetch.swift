@@ -8,7 +8,7 @@ extension SyncEngine {
     func fetchDatabaseChanges() async throws {
         let configured = Set(configuration.zones)
         var changed: [String] = []
-        var lost: [String] = []
+        var lost: [(zone: String, purged: Bool)] = []
         let token = try await readDatabaseChanges(
             since: try await store.reading { try $0.databaseToken() },
             { try await self.service.databaseChanges(since: $0) },
@@ -19,11 +19,14 @@ extension SyncEngine {
                 if !changed.contains(zoneID.zoneName) { changed.append(zoneID.zoneName) }
             }
             for zoneID in changes.deletedZoneIDs + changes.purgedZoneIDs where configured.contains(zoneID.zoneName) {
-                lost.append(zoneID.zoneName)
+                lost.append((zoneID.zoneName, changes.purgedZoneIDs.contains(zoneID)))
                 changed.removeAll { $0 == zoneID.zoneName }
             }
         }
-        for zone in lost {
+        var reset: Set<String> = []
+        if !lost.isEmpty { reset = try await retrying { try await self.service.encryptedDataResetZones() } }
+        for (zone, purged) in lost {
+            emit(.zoneDeleted(zone: zone, reason: reset.contains(zone) ? .encryptedDataReset : purged ? .purged : .deleted))
             try await handleZoneLoss(zone)
             // Another device may already have created it again.
             try await fetchZone(zone)

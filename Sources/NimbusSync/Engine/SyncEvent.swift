@@ -27,6 +27,9 @@ public enum SyncEvent: Sendable {
     /// fetches and sends stop; the local data (of `account`) and the outbox stay as they
     /// are, unsent, until someone signs in.
     case signedOut(account: String?)
+    /// A zone of the engine was deleted on the server, and why (CKSyncEngine's deletion
+    /// reasons): reported before the engine handles the loss (``zoneRecreated(zone:)``).
+    case zoneDeleted(zone: String, reason: ZoneDeletionReason)
     /// A zone was missing on the server and was recreated (with this device's records
     /// queued for upload, per ``SyncConfiguration/ZoneLossPolicy``).
     case zoneRecreated(zone: String)
@@ -78,4 +81,16 @@ public enum SyncEvent: Sendable {
         public var recordName: String
         public var error: NimbusError
     }
+}
+
+/// Why a zone was deleted on the server (CKSyncEngine's
+/// `Event.FetchedDatabaseChanges.Deletion.Reason`).
+public enum ZoneDeletionReason: String, Sendable, Hashable {
+    /// Deleted by the user or an app.
+    case deleted
+    /// Deleted with its change history (the user removed the app's data).
+    case purged
+    /// The user reset their encrypted data (``EncryptionKeys/resetEncryptedData(in:)``):
+    /// nobody can read what the zone held; upload the device's copies again.
+    case encryptedDataReset
 }

@@ -43,6 +43,9 @@ public protocol SyncService: Sendable {
     func saveSharedSubscription(_ subscription: Subscription) async throws
     /// Adds the device's hops of traced changes to the server's traces (`traces/report`).
     func reportTraceSpans(_ spans: [TraceSpanReport]) async throws
+    /// The zones whose encrypted data the account reset (their deletion's reason is
+    /// ``ZoneDeletionReason/encryptedDataReset``).
+    func encryptedDataResetZones() async throws -> Set<String>
 }
 
 extension SyncService {
@@ -57,6 +60,9 @@ extension SyncService {
 
     /// A service that reaches no trace collector: the device's hops are not reported.
     public func reportTraceSpans(_ spans: [TraceSpanReport]) async throws {}
+
+    /// A service without end-to-end encryption: no zone is ever reset.
+    public func encryptedDataResetZones() async throws -> Set<String> { [] }
 }
 
 /// One asset field of a record an upload URL is asked for.
@@ -84,6 +90,10 @@ public struct DatabaseSyncService: SyncService {
 
     public func reportTraceSpans(_ spans: [TraceSpanReport]) async throws {
         try await database.reportTraceSpans(spans)
+    }
+
+    public func encryptedDataResetZones() async throws -> Set<String> {
+        try await database.container.encryption?.resetZoneNames(in: database.container) ?? []
     }
 
     /// The database a zone of the engine lives in, and its zone ID there.
