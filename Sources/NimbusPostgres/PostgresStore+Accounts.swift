@@ -4,9 +4,7 @@ import PostgresNIO
 
 extension PostgresStore: AccountStore {
     public func createContainer(_ identifier: String) async throws -> IssuedToken {
-        guard !identifier.isEmpty, identifier.allSatisfy({ $0.isLetter || $0.isNumber || ".-_".contains($0) }) else {
-            throw AccountError("a container identifier uses letters, digits, '.', '-' and '_' (e.g. iCloud.com.example.app)")
-        }
+        try AccountRules.checkContainerIdentifier(identifier)
         return try await transaction { transaction in
             let now = self.clock.nowMillis()
             let created = try await transaction.rows(
@@ -15,8 +13,7 @@ extension PostgresStore: AccountStore {
                 ON CONFLICT DO NOTHING RETURNING id
                 """)
             guard !created.isEmpty else {
-                throw AccountError(
-                    "container \(identifier) already exists; use `nimbus token create --container \(identifier)` for another API token")
+                throw AccountError.containerExists(identifier)
             }
             return try await issue(transaction, kind: .api, container: identifier, user: nil, now: now)
         }
@@ -36,7 +33,7 @@ extension PostgresStore: AccountStore {
     public func createUser(
         name: String, email: String?, firstName: String?, lastName: String?, container: String
     ) async throws -> IssuedToken {
-        guard !name.isEmpty else { throw AccountError("a user needs a name") }
+        try AccountRules.checkUserName(name)
         return try await transaction { transaction in
             let now = self.clock.nowMillis()
             try await requireContainer(transaction, container)
@@ -122,7 +119,7 @@ extension PostgresStore: AccountStore {
                     VALUES (\(keyID), \(container), \(publicKeyPEM), \(clock.nowMillis()))
                     """)
             } catch where Self.isUniqueViolation(error) {
-                throw AccountError("a server-to-server key with ID \(keyID) already exists")
+                throw AccountError.serverKeyExists(keyID)
             }
         }
     }
@@ -182,7 +179,7 @@ extension PostgresStore: AccountStore {
         ).first.flatMap { try ColumnReader.identity(in: $0, container: container) }
     }
 
-    public func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity {
+    public func updateDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity? {
         defer { accountsChanged() }
         return try await transaction { transaction in
             let updated = try await transaction.rows(
@@ -191,9 +188,7 @@ extension PostgresStore: AccountStore {
                 WHERE user_name = \(userName) AND container = \(container)
                 RETURNING record_name
                 """)
-            guard !updated.isEmpty, let user = try await identity(transaction, userName: userName, container: container)
-            else { throw AccountError.notSignedIn(userName, container: container) }
-            return user
+            return updated.isEmpty ? nil : try await identity(transaction, userName: userName, container: container)
         }
     }
 
@@ -220,7 +215,7 @@ extension PostgresStore {
 
     func requireContainer(_ transaction: Transaction, _ container: String) async throws {
         guard try await !transaction.rows("SELECT 1 FROM containers WHERE id = \(container)").isEmpty else {
-            throw AccountError("no container \(container); create it with `nimbus container create \(container)`")
+            throw AccountError.noContainer(container)
         }
     }
 

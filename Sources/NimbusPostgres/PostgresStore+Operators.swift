@@ -51,7 +51,7 @@ extension PostgresStore: OperatorStore {
             ON CONFLICT (name) DO NOTHING RETURNING name
             """)
         guard !inserted.isEmpty else {
-            throw AccountError("operator \(name) already exists; `nimbus operator password \(name)` sets a new password")
+            throw AccountError.operatorExists(name)
         }
     }
 

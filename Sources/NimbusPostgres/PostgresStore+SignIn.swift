@@ -117,7 +117,7 @@ extension PostgresStore: SignInStore {
                 ON CONFLICT (user_name, container) DO NOTHING
                 """)
             guard let user = try await identity(transaction, userName: userName, container: container) else {
-                throw AccountError("no user \(userName)")
+                throw AccountError.noUser(userName)
             }
             return user
         }

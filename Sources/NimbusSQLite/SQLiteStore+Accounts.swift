@@ -4,13 +4,11 @@ import NimbusStore
 
 extension SQLiteStore: AccountStore {
     public func createContainer(_ identifier: String) async throws -> IssuedToken {
-        guard !identifier.isEmpty, identifier.allSatisfy({ $0.isLetter || $0.isNumber || ".-_".contains($0) }) else {
-            throw AccountError("a container identifier uses letters, digits, '.', '-' and '_' (e.g. iCloud.com.example.app)")
-        }
+        try AccountRules.checkContainerIdentifier(identifier)
         return try await pool.write { db in
             let now = self.clock.nowMillis()
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE id = ?", arguments: [identifier]) == true {
-                throw AccountError("container \(identifier) already exists; use `nimbus token create --container \(identifier)` for another API token")
+                throw AccountError.containerExists(identifier)
             }
             try db.execute(
                 sql: "INSERT INTO containers (id, created_at) VALUES (?, ?)", arguments: [identifier, now])
@@ -32,7 +30,7 @@ extension SQLiteStore: AccountStore {
     public func createUser(
         name: String, email: String?, firstName: String?, lastName: String?, container: String
     ) async throws -> IssuedToken {
-        guard !name.isEmpty else { throw AccountError("a user needs a name") }
+        try AccountRules.checkUserName(name)
         return try await pool.write { db in
             let now = self.clock.nowMillis()
             try Self.requireContainer(db, container)
@@ -103,6 +101,9 @@ extension SQLiteStore: AccountStore {
     public func addServerKey(keyID: String, container: String, publicKeyPEM: String) async throws {
         try await pool.write { db in
             try Self.requireContainer(db, container)
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM server_keys WHERE key_id = ?", arguments: [keyID]) == true {
+                throw AccountError.serverKeyExists(keyID)
+            }
             try db.execute(
                 sql: "INSERT INTO server_keys (key_id, container, public_key_pem, created_at) VALUES (?, ?, ?, ?)",
                 arguments: [keyID, container, publicKeyPEM, self.clock.nowMillis()])
@@ -228,15 +229,12 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity {
+    public func updateDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity? {
         try await pool.write { db in
             try db.execute(
                 sql: "UPDATE user_identities SET discoverable = ? WHERE user_name = ? AND container = ?",
                 arguments: [discoverable, userName, container])
-            guard db.changesCount > 0, let user = try Self.identity(db, userName: userName, container: container) else {
-                throw AccountError.notSignedIn(userName, container: container)
-            }
-            return user
+            return db.changesCount > 0 ? try Self.identity(db, userName: userName, container: container) : nil
         }
     }
 
@@ -271,7 +269,7 @@ extension SQLiteStore: AccountStore {
 
     static func requireContainer(_ db: Database, _ container: String) throws {
         guard try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE id = ?", arguments: [container]) == true else {
-            throw AccountError("no container \(container); create it with `nimbus container create \(container)`")
+            throw AccountError.noContainer(container)
         }
     }
 

@@ -40,7 +40,7 @@ extension SQLiteStore: OperatorStore {
         try OperatorNames.check(name)
         try await pool.write { db in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM operators WHERE name = ?", arguments: [name]) == true {
-                throw AccountError("operator \(name) already exists; `nimbus operator password \(name)` sets a new password")
+                throw AccountError.operatorExists(name)
             }
             try db.execute(
                 sql: "INSERT INTO operators (name, password_hash, created_at) VALUES (?, ?, ?)",

@@ -115,7 +115,7 @@ extension SQLiteStore: SignInStore {
                 sql: "INSERT OR IGNORE INTO user_identities (user_name, container, record_name) VALUES (?, ?, ?)",
                 arguments: [userName, container, "_" + RandomToken.hex(bytes: 16)])
             guard let user = try Self.identity(db, userName: userName, container: container) else {
-                throw AccountError("no user \(userName)")
+                throw AccountError.noUser(userName)
             }
             return user
         }

@@ -78,7 +78,7 @@ struct AccountStoreTests {
             try await store.addServerKey(keyID: "k1", container: F.container, publicKeyPEM: "PEM")
             let key = try #require(try await store.serverKey(id: "k1"))
             #expect(key == ServerKey(keyID: "k1", container: F.container, publicKeyPEM: "PEM", createdAt: F.past + 1_000, revoked: false))
-            await #expect(throws: (any Error).self) {
+            await #expect(throws: AccountError.serverKeyExists("k1")) {
                 try await store.addServerKey(keyID: "k1", container: F.container, publicKeyPEM: "PEM")
             }
             #expect(try await store.revokeServerKey(keyID: "k1"))

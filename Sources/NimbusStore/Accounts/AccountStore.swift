@@ -50,8 +50,12 @@ public protocol AccountStore: Sendable {
     /// discoverability permission, which is per container): whether the container's other
     /// users can find them by email address or user record name. New identities are not
     /// discoverable. Returns the user's identity in the container; fails with an
-    /// ``AccountError`` if the user was never signed into it.
-    func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity
+    /// ``AccountError`` if the user was never signed into it (``setDiscoverable(_:userName:container:)``
+    /// says so for every engine).
+    ///
+    /// An engine sets the flag and returns the identity, or `nil` when the user has no identity
+    /// in the container.
+    func updateDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity?
 
     /// The users of `container` who opted in to discovery and have one of `emailAddresses`
     /// (compared by ``UserIdentity/emailKey(_:)``: ignoring ASCII case, as SQL's `lower` does)
@@ -90,6 +94,16 @@ public struct SessionStamp: Sendable, Equatable {
 }
 
 extension AccountStore {
+    /// Opts a user in to discovery in a container, or out of it (see
+    /// ``updateDiscoverable(_:userName:container:)``); fails with ``AccountError/notSignedIn(_:container:)``
+    /// if the user was never signed into it.
+    public func setDiscoverable(_ discoverable: Bool, userName: String, container: String) async throws -> UserIdentity {
+        guard let user = try await updateDiscoverable(discoverable, userName: userName, container: container) else {
+            throw AccountError.notSignedIn(userName, container: container)
+        }
+        return user
+    }
+
     /// Two separate lookups; engines override this to make one database access.
     public func lookUpTokens(apiToken: String, webAuthToken: String?) async throws -> TokenLookup {
         let container = try await container(forAPIToken: apiToken)
