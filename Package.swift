@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "NimbusCrypto", targets: ["NimbusCrypto"]),
         // CloudKit's own Swift API on a Nimbus server: `import CloudKit` becomes `import NimbusCloudKit`.
         .library(name: "NimbusCloudKit", targets: ["NimbusCloudKit"]),
+        // iCloud's key-value store on Nimbus: small values that follow the user (`NSUbiquitousKeyValueStore`'s shape).
+        .library(name: "NimbusKeyValue", targets: ["NimbusKeyValue"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -233,6 +235,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // iCloud's key-value store: one record per key in a zone of the user's private
+        // database, synced by a SyncEngine of its own.
+        .target(
+            name: "NimbusKeyValue",
+            dependencies: [
+                "Nimbus", "NimbusProtocol", "NimbusSync",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // CloudKit's names, shapes and behaviour (CKContainer, CKRecord, operations, CKSyncEngine)
         // over the SDK, so code written for CloudKit runs against Nimbus with one import changed.
         .target(
@@ -381,7 +394,7 @@ let package = Package(
             name: "NimbusSyncTests",
             dependencies: [
                 "NimbusEngines", "NimbusSQLite",
-                "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
+                "NimbusSync", "NimbusKeyValue", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The plaintext-absence tests read every PostgreSQL table's rows as text.

@@ -24,6 +24,12 @@ extension LocalStore {
     public static func serverCopyCount(in db: GRDB.Database, zone: String) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM nimbus_records WHERE zone = ?", arguments: [zone]) ?? 0
     }
+
+    /// Whether a fetch of the zone ever completed on this device (it holds a change token for
+    /// it), read with a `db` the caller already holds: `false` until the first sync is done.
+    public static func hasFetched(zone: String, in db: GRDB.Database) throws -> Bool {
+        try String.fetchOne(db, sql: "SELECT token FROM nimbus_zones WHERE zone = ?", arguments: [zone]) != nil
+    }
 }
 
 extension Outbox {
