@@ -118,6 +118,38 @@ struct SharedAlbumTests {
         }
     }
 
+    @Test func captionsAreSealedOnTheDeviceAndReadByTheOtherUsersDevices() async throws {
+        try await AlbumWorld.with { world in
+            // Bob's laptop was enrolled by a code from his phone (AlbumWorld.aliceAndBob).
+            let (aliceMac, bobPhone, bobLaptop, bobName) = try await world.aliceAndBob()
+            let caption = "MARKER-caption-\(UUID().uuidString.prefix(8))"
+            let reply = "MARKER-reply-\(UUID().uuidString.prefix(8))"
+
+            let garden = try aliceMac.app.createAlbum(title: "Secret garden")
+            try aliceMac.app.addPhoto(to: garden, file: try world.picture("rose"), caption: caption)
+            try await aliceMac.app.sync()
+            let url = try await aliceMac.app.share(garden, with: [.init(userRecordName: bobName, permission: .readWrite)])
+            let joined = try await bobPhone.app.join(url)
+            #expect(try bobPhone.app.photos(in: joined).map(\.caption) == [caption])
+            try await waitUntil(bobLaptop, "the caption reached Bob's laptop") { app in
+                try app.albums().first { !$0.isOwned }.map { try app.photos(in: $0).map(\.caption) } == [caption]
+            }
+
+            // Bob answers in the caption, on his laptop: Alice reads it.
+            let photo = try #require(try bobLaptop.app.photos(in: try bobLaptop.app.album("Secret garden")).first)
+            try bobLaptop.app.setCaption(reply, of: photo)
+            try await bobLaptop.app.engine.sendChanges()
+            try await waitUntil(aliceMac, "Bob's caption reached Alice") { app in
+                try app.photo(photo.recordName).caption == reply
+            }
+
+            // The server's files hold neither caption; the title, not encrypted, is there.
+            #expect(try !world.serverFilesContain(caption))
+            #expect(try !world.serverFilesContain(reply))
+            #expect(try world.serverFilesContain("Secret garden"))
+        }
+    }
+
     @Test func aParticipantWhoLeavesLosesTheAlbumOnEveryDevice() async throws {
         try await AlbumWorld.with { world in
             let (aliceMac, bobPhone, bobLaptop, bobName) = try await world.aliceAndBob()

@@ -13,11 +13,13 @@ struct SharedAlbumCommand: AsyncParsableCommand {
         discussion: """
             `shared-album init` each device with its user's token (`nimbus user create`), `create` an \
             album, `add` photos, `share` it with another user's record name (`whoami` prints it); they \
-            `join` the URL. `watch` shows changes live, pushed by the server.
+            `join` the URL. `watch` shows changes live, pushed by the server. Captions are encrypted end \
+            to end: `init` sets up your keys on your first device; enrol your other devices with \
+            `keys offer` there and `keys enrol CODE` here.
             """,
         subcommands: [
             Init.self, WhoAmI.self, Albums.self, Create.self, Add.self, Caption.self, Share.self, Unshare.self,
-            Join.self, Leave.self, Sync.self, Watch.self, Status.self,
+            Join.self, Leave.self, Sync.self, Watch.self, Status.self, Keys.self,
         ])
 }
 
@@ -66,6 +68,13 @@ extension SharedAlbumCommand {
                 configuration: .init(serverURL: server, container: container, apiToken: apiToken, webAuthToken: webAuthToken)
             ).app
             try await app.engine.start()
+            do {
+                if let recovery = try await app.setUpKeys() {
+                    print("your recovery key (write it down; it is shown once):\n\(recovery.text)")
+                }
+            } catch let error as NimbusError where error.code == .encryptionKeysMissing {
+                print("your keys are on another device: run `shared-album keys offer` there, then `shared-album keys enrol CODE` here")
+            }
             print("ready")
         }
     }

@@ -30,6 +30,8 @@ public struct AlbumDevice: Sendable {
 
     public static let configurationFile = "album-device.json"
     public static let storeFile = "album.sqlite"
+    /// Where the device keeps the user's account key (`0700`; never copy it elsewhere).
+    public static let keysDirectory = "keys"
 
     public let directory: String
     public let app: SharedAlbum
@@ -57,10 +59,13 @@ public struct AlbumDevice: Sendable {
         guard let url = URL(string: configuration.serverURL), url.scheme != nil else {
             throw NimbusError(.invalidArguments, "'\(configuration.serverURL)' is not a server URL")
         }
-        let container = Container(
+        var container = Container(
             identifier: configuration.container, baseURL: url,
             credentials: .apiToken(configuration.apiToken, webAuthToken: configuration.webAuthToken),
             deviceID: configuration.deviceID, requestTimeout: .seconds(15))
+        // The user's end-to-end encryption keys on this device (captions are sealed with them).
+        container.encryption = EncryptionKeys(
+            store: FileKeyStore(directory: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(keysDirectory))))
         let app = try SharedAlbum(container: container, storePath: (directory as NSString).appendingPathComponent(storeFile))
         return AlbumDevice(directory: directory, app: app)
     }

@@ -32,10 +32,15 @@ public enum AlbumSchema {
         photoType: MergeRules(defaultPolicy: .latestEdit(timestampField: PhotoField.editedAt))
     ]
 
+    /// The fields sealed on the device, end to end: the server and its operator never read a
+    /// caption; the people an album is shared with do (docs/ENCRYPTION.md, "Sharing").
+    public static let encryptedFields: [String: Set<String>] = [photoType: [PhotoField.caption]]
+
     /// The sync engine's configuration: the private zone, and the shared database beside it.
     public static func syncConfiguration() -> SyncConfiguration {
         var configuration = SyncConfiguration(zones: [zone], subscriptionID: subscriptionID, mergeRules: mergeRules)
         configuration.syncsSharedDatabase = true
+        configuration.encryptedFields = encryptedFields
         return configuration
     }
 }

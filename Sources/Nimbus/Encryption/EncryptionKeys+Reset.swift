@@ -18,14 +18,13 @@ extension EncryptionKeys {
     public func resetEncryptedData(in container: Container) async throws -> (zones: [ZoneID], recoveryKey: RecoveryKey) {
         let user = try await user(of: container)
         let database = container.privateCloudDatabase
+        let device = try deviceIdentity(user: user, in: container)
+        let entry = try await KeyDirectory.entry(of: user, in: container)
+        guard entry?.keys.revokedDevices.contains(device.publicBytes) != true else { throw Self.revoked() }
         let records = try await directoryRecords(in: container)
         let zones = Set(
             records.filter { $0.recordType == Self.zoneKeyRecordType }.compactMap { $0.fieldValue(forKey: "zoneName")?.stringValue }
         ).sorted().map { ZoneID(zoneName: $0) }
-        if !zones.isEmpty {
-            let results = try await database.modifyRecordZones(saving: [], deleting: zones)
-            for case .failure(let error) in results.deleteResults.values where error.code != .zoneNotFound { throw error }
-        }
         let account = KeyAgreementIdentity()
         let recovery = RecoveryKey()
         var accountRecord =
@@ -44,9 +43,11 @@ extension EncryptionKeys {
         let results = try await database.modifyRecords(
             saving: saving, deleting: stale.map(\.id), savePolicy: .allKeys, atomically: true)
         for case .failure(let error) in results.saveResults.values where error.code != .batchRequestFailed { throw error }
-        let device = try deviceIdentity(user: user, in: container)
-        let entry = try await KeyDirectory.entry(of: user, in: container)
-        guard entry?.keys.revokedDevices.contains(device.publicBytes) != true else { throw Self.revoked() }
+        // The markers first: whoever sees a zone's deletion finds its marker.
+        if !zones.isEmpty {
+            let deleted = try await database.modifyRecordZones(saving: [], deleting: zones)
+            for case .failure(let error) in deleted.deleteResults.values where error.code != .zoneNotFound { throw error }
+        }
         try await KeyDirectory.publish(
             PublishedKeys(user: user, sharingKey: account.publicBytes, devices: [], revokedDevices: entry?.keys.revokedDevices ?? []),
             over: entry?.record, in: container)

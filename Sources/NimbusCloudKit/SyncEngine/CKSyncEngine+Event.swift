@@ -83,8 +83,8 @@ extension CKSyncEngine.Event {
                 case deleted
                 /// The zone was deleted with its history (the user cleared the app's data).
                 case purged
-                /// The user reset their encrypted data; Nimbus never reports it (it has no
-                /// end-to-end encryption yet).
+                /// The user reset their encrypted data (`EncryptionKeys.resetEncryptedData(in:)`):
+                /// what the zone held cannot be read by anyone; upload the device's copies again.
                 case encryptedDataReset
             }
 

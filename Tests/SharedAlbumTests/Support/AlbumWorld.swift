@@ -53,8 +53,10 @@ final class AlbumWorld: Sendable {
         try await server.store.createUser(name: name, email: nil, firstName: name, lastName: nil, container: container).token
     }
 
-    /// A device of the user with `token`, started, with its push channel connected.
-    func device(_ name: String, token: String) async throws -> AlbumDeviceUnderTest {
+    /// A device of the user with `token`, started, with its push channel connected and its
+    /// encryption keys: set up on the user's first device, enrolled by code through
+    /// `enrolledBy` (another device of the same user) otherwise.
+    func device(_ name: String, token: String, enrolledBy: AlbumDeviceUnderTest? = nil) async throws -> AlbumDeviceUnderTest {
         let device = try AlbumDevice.initialize(
             directory: (directory as NSString).appendingPathComponent(name),
             configuration: .init(
@@ -62,7 +64,29 @@ final class AlbumWorld: Sendable {
                 deviceID: "device-\(name)"))
         let app = device.app
         try await app.engine.start()
+        if let enrolledBy {
+            let invitation = try await enrolledBy.app.offerEnrolment()
+            let ticket = try await app.requestEnrolment(code: invitation.code)
+            guard try await enrolledBy.app.answerEnrolment(invitation), try await app.completeEnrolment(ticket) else {
+                throw NimbusError(.encryptionKeysMissing, "the enrolment of \(name) was not answered")
+            }
+        } else {
+            try await app.setUpKeys()
+        }
         return AlbumDeviceUnderTest(app: app, push: try await PushLink.connect(app))
+    }
+
+    /// Whether any file the server keeps (its database, WAL, asset files) holds `marker`.
+    func serverFilesContain(_ marker: String) throws -> Bool {
+        let root = (directory as NSString).appendingPathComponent("server")
+        let needle = Data(marker.utf8)
+        let files = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
+        return try files.contains { file in
+            let path = (root as NSString).appendingPathComponent(file)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
+            return try Data(contentsOf: URL(fileURLWithPath: path)).range(of: needle) != nil
+        }
     }
 
     /// Two users: Alice with her Mac, Bob with his phone and laptop; and Bob's record name
@@ -73,7 +97,7 @@ final class AlbumWorld: Sendable {
         let (alice, bob) = (try await user("alice"), try await user("bob"))
         let bobPhone = try await device("bob-phone", token: bob)
         return (
-            try await device("alice-mac", token: alice), bobPhone, try await device("bob-laptop", token: bob),
+            try await device("alice-mac", token: alice), bobPhone, try await device("bob-laptop", token: bob, enrolledBy: bobPhone),
             try await bobPhone.app.container.userRecordID().recordName
         )
     }
