@@ -132,4 +132,26 @@ struct CKDatabaseTests {
             #expect((missing as? CKError)?.code == .unknownItem)
         }
     }
+
+    /// The completion-handler forms of the zone list and of a query.
+    @Test func zonesAndQueriesAnswerThroughCompletionHandlers() async throws {
+        try await CloudKitServer.with { server in
+            let database = try await server.container(user: "ada").privateCloudDatabase
+            _ = try await database.save(CKRecordZone(zoneName: "Errands"))
+            try await saveOrdered(2, type: "Task", prefix: "t", in: database)
+            let zones: [CKRecordZone] = try await withCheckedThrowingContinuation { continuation in
+                database.fetchAllRecordZones { zones, error in
+                    if let zones { continuation.resume(returning: zones) } else { continuation.resume(throwing: error!) }
+                }
+            }
+            #expect(Set(zones.map(\.zoneID.zoneName)) == [CKRecordZone.ID.defaultZoneName, "Errands"])
+            let query = CKQuery(recordType: "Task", predicate: NSPredicate(format: "order > %d", 0))
+            let found: [CKRecord] = try await withCheckedThrowingContinuation { continuation in
+                database.perform(query, inZoneWith: nil) { records, error in
+                    if let records { continuation.resume(returning: records) } else { continuation.resume(throwing: error!) }
+                }
+            }
+            #expect(found.map(\.recordID.recordName) == ["t1"])
+        }
+    }
 }

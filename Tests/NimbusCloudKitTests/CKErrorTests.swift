@@ -1,5 +1,7 @@
 import Foundation
 import NimbusCloudKit
+import NimbusServer
+import NimbusStore
 import Testing
 
 @Suite("CKError")
@@ -88,6 +90,28 @@ struct CKErrorTests {
             let partial = try #require((error as NSError).userInfo[CKPartialErrorsByItemIDKey] as? [AnyHashable: any Error])
             #expect(partial.count == 1)
             #expect((partial[stale.recordID] as? CKError)?.code == .serverRecordChanged)
+        }
+    }
+
+    /// The server throttles a user (429 `THROTTLED` with `retryAfter`): the error is
+    /// `requestRateLimited`, with the wait as `retryAfterSeconds` and under `CKErrorRetryAfterKey`.
+    @Test func aThrottledRequestIsRequestRateLimitedWithTheServersRetryAfter() async throws {
+        try await CloudKitServer.with(configure: {
+            $0.throttle.defaults.userRate = 0.01  // one request every 100 s
+            $0.throttle.defaults.userBurst = 1
+        }) { server in
+            let database = try await server.container(user: "ada").privateCloudDatabase
+            _ = try await database.allRecordZones()
+            do {
+                _ = try await database.allRecordZones()
+                Issue.record("a request over the user's rate was answered")
+            } catch let error as CKError {
+                #expect(error.code == .requestRateLimited)
+                let wait = try #require(error.retryAfterSeconds)
+                #expect(wait > 90 && wait <= 100)
+                #expect(((error as NSError).userInfo[CKErrorRetryAfterKey] as? NSNumber)?.doubleValue == wait)
+                #expect(error.localizedDescription.contains("retry"), "\(error.localizedDescription)")
+            }
         }
     }
 }

@@ -31,7 +31,7 @@ struct OperationTests {
             operation.completionBlock = { log.append("completion") }
             database.add(operation)
             try await finished(operation)
-            try await waitFor { log.events.count == 6 }
+            try await log.waitForEntries(6)   // the completion block may run after the dependents
             #expect(log.events == ["save a ok", "save b ok", "delete old ok", "result ok", "legacy 2 1 true", "completion"])
         }
     }
@@ -57,7 +57,8 @@ struct OperationTests {
             first.isSuspended = true
             second.addOperation(query)   // added first, on its own queue: must still wait
             first.addOperation(save)
-            try await Task.sleep(for: .milliseconds(50))
+            #expect(!query.isReady, "a dependency on another queue, not yet run, keeps the operation waiting")
+            #expect(!query.isExecuting && !query.isFinished)
             #expect(log.events.isEmpty)
             first.isSuspended = false
             try await finished(query)
@@ -80,15 +81,36 @@ struct OperationTests {
         #expect(log.events == ["result operationCancelled"])
     }
 
+    /// A database operation without a database runs on its configuration's container's
+    /// private database, or on its group's default configuration's, as in CloudKit.
+    @Test func anOperationWithoutADatabaseUsesItsConfigurationsOrItsGroupsContainer() async throws {
+        try await CloudKitServer.with { server in
+            let ada = try await server.container(user: "ada")
+            _ = try await ada.privateCloudDatabase.save(CKRecord(recordType: "Note", recordID: CKRecord.ID(recordName: "mine")))
+            let found = CallbackLog()
+            let own = CKFetchRecordsOperation(recordIDs: [CKRecord.ID(recordName: "mine")])
+            own.configuration.container = ada
+            own.configuration.qualityOfService = .userInitiated
+            own.perRecordResultBlock = { id, result in found.append("own \(id.recordName) \((try? result.get()) != nil)") }
+            let group = CKOperationGroup()
+            group.name = "Open the note"
+            group.defaultConfiguration.container = ada
+            let grouped = CKFetchRecordsOperation(recordIDs: [CKRecord.ID(recordName: "mine")])
+            grouped.group = group
+            grouped.perRecordResultBlock = { id, result in found.append("grouped \(id.recordName) \((try? result.get()) != nil)") }
+            grouped.addDependency(own)
+            let queue = OperationQueue()
+            queue.addOperation(own)
+            queue.addOperation(grouped)
+            try await finished(grouped)
+            #expect(found.events == ["own mine true", "grouped mine true"])
+        }
+    }
+
     @Test func aQueryOperationReportsEachMatchThenACursor() async throws {
         try await CloudKitServer.with { server in
             let database = try await server.container(user: "ada").publicCloudDatabase
-            let records = (0..<3).map { index -> CKRecord in
-                let record = CKRecord(recordType: "Item", recordID: CKRecord.ID(recordName: "q\(index)"))
-                record["order"] = index
-                return record
-            }
-            _ = try await database.modifyRecords(saving: records, deleting: [])
+            try await saveOrdered(3, type: "Item", prefix: "q", in: database)
             let log = CallbackLog()
             let query = CKQuery(recordType: "Item", predicate: NSPredicate(format: "order < %d", 10))
             query.sortDescriptors = [NSSortDescriptor(key: "order", ascending: true)]
@@ -113,21 +135,16 @@ struct OperationTests {
     }
 }
 
-/// Waits (up to 5 s) for a condition that a callback thread makes true.
-func waitFor(_ condition: @Sendable () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw CKError(.internalError) }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-}
-
-/// Waits (up to 30 s) for an operation to finish without blocking a thread of the
-/// cooperative pool (which the operation's own work needs).
+/// Returns once `operation` has finished (failing after 30 s): an operation that depends on
+/// it, on a queue of its own, runs then. Nothing polls; no thread of the cooperative pool (which
+/// the operation's own work needs) is blocked.
 func finished(_ operation: Operation) async throws {
-    let deadline = ContinuousClock.now + .seconds(30)
-    while !operation.isFinished {
-        guard ContinuousClock.now < deadline else { throw CKError(.internalError) }
-        try await Task.sleep(for: .milliseconds(5))
+    try await withTimeout(seconds: 30) {
+        await withCheckedContinuation { continuation in
+            let queue = OperationQueue()
+            let done = BlockOperation { continuation.resume() }
+            done.addDependency(operation)
+            queue.addOperation(done)
+        }
     }
 }

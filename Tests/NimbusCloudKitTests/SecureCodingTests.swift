@@ -89,4 +89,22 @@ struct SecureCodingTests {
             #expect(next.modificationResultsByID.keys.map(\.recordName) == ["b"])
         }
     }
+
+    /// A query cursor an app archived (to page on later) still continues the query.
+    @Test func aQueryCursorRoundTripsAndStillContinuesTheQuery() async throws {
+        try await CloudKitServer.with { server in
+            let database = try await server.container(user: "ada").publicCloudDatabase
+            try await saveOrdered(3, type: "Note", prefix: "n", in: database)
+            let query = CKQuery(recordType: "Note", predicate: NSPredicate(format: "order >= %d", 0))
+            query.sortDescriptors = [NSSortDescriptor(key: "order", ascending: true)]
+            let (first, cursor) = try await database.records(matching: query, resultsLimit: 2)
+            #expect(first.map { $0.0.recordName } == ["n0", "n1"])
+
+            let data = try NSKeyedArchiver.archivedData(withRootObject: try #require(cursor), requiringSecureCoding: true)
+            let restored = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: CKQueryOperation.Cursor.self, from: data))
+            let (rest, end) = try await database.records(continuingMatchFrom: restored)
+            #expect(rest.map { $0.0.recordName } == ["n2"])
+            #expect(end == nil)
+        }
+    }
 }

@@ -100,10 +100,7 @@ struct SyncEngineTests {
     @Test func theStateSurvivesARestartAndAnotherUserIsAnAccountSwitch() async throws {
         try await CloudKitServer.with { server in
             let ada = try await server.container(user: "ada")
-            let device = ContactsDevice()
-            await device.start(database: ada.privateCloudDatabase)
-            await device.createZone()
-            await device.edit("c1", name: "Grace", at: Date(timeIntervalSince1970: 1))
+            let device = await Self.deviceWithGrace(ada.privateCloudDatabase)
             try await device.syncEngine.fetchChanges()
             let state = try #require(await device.savedState)
 
@@ -121,6 +118,52 @@ struct SyncEngineTests {
             try await switched.syncEngine.fetchChanges()
             #expect(await switched.events.first == "accountChange(switchAccounts)")
             #expect(await switched.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+        }
+    }
+
+    /// A device on `database` with the Contacts zone and one contact queued, not yet sent.
+    static func deviceWithGrace(_ database: CKDatabase) async -> ContactsDevice {
+        let device = ContactsDevice()
+        await device.start(database: database)
+        await device.createZone()
+        await device.edit("c1", name: "Grace", at: Date(timeIntervalSince1970: 1))
+        return device
+    }
+
+    /// A zone deleted on another device reaches the engine as a deletion with reason
+    /// `deleted` (the app drops its data; the engine forgets the zone's token).
+    @Test func aZoneDeletedElsewhereIsADeletionEventWithReasonDeleted() async throws {
+        try await CloudKitServer.with { server in
+            let ada = try await server.container(user: "ada")
+            let device = await Self.deviceWithGrace(ada.privateCloudDatabase)
+            try await device.syncEngine.sendChanges()
+            try await device.syncEngine.fetchChanges()
+            _ = try await ada.privateCloudDatabase.deleteRecordZone(withID: ContactsDevice.zoneID)
+            await device.clearEvents()
+            try await device.syncEngine.fetchChanges()
+            #expect(await device.zoneDeletions == ["Contacts deleted"])
+            #expect(await device.events.contains("fetchedDatabaseChanges(0 modified, 1 deleted)"))
+            #expect(await device.contacts.isEmpty)
+            #expect(await device.syncEngine.state.zoneIDsWithUnfetchedServerChanges.isEmpty)
+        }
+    }
+
+    /// The state of a user who has since signed out: the next fetch reports the sign-out
+    /// first, and the engine starts over from an empty state.
+    @Test func aSignedOutUserIsASignOutEvent() async throws {
+        try await CloudKitServer.with { server in
+            let device = ContactsDevice()
+            await device.start(database: try await server.container(user: "ada").privateCloudDatabase)
+            await device.createZone()
+            try await device.syncEngine.fetchChanges()
+            let state = try #require(await device.savedState)
+
+            let signedOut = ContactsDevice()
+            await signedOut.start(database: try await server.container(user: nil).privateCloudDatabase, state: state)
+            #expect(await signedOut.syncEngine.state.pendingDatabaseChanges.count == 1)
+            try? await signedOut.syncEngine.fetchChanges()
+            #expect(await signedOut.events.first == "accountChange(signOut)")
+            #expect(await signedOut.syncEngine.state.pendingDatabaseChanges.isEmpty)
         }
     }
 

@@ -52,6 +52,36 @@ struct SessionTests {
         }
     }
 
+    /// `sessions/create`: a session opens another for a web service (CloudKit's
+    /// `CKFetchWebAuthTokenOperation`); both tokens work, the new one is listed and revoked
+    /// like any other, and only a session may ask.
+    @Test(arguments: Engine.available)
+    func aSessionOpensAnotherForAWebService(engine: Engine) async throws {
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            let created = try await alice.post("sessions/create", ["deviceName": "Alice's backup service"])
+            #expect(created.status == 200)
+            let sessionID = try #require(created["sessionID"]?.string)
+            var service = alice
+            service.webAuthToken = try #require(created["ckWebAuthToken"]?.string)
+            #expect(service.webAuthToken != alice.webAuthToken)
+            #expect(try await service.get("users/current")["userRecordName"] == (try await alice.get("users/current")["userRecordName"]))
+            #expect(try await alice.get("users/current").status == 200)
+
+            let listed = try await alice.post("sessions/list", [:])["sessions"]?.array ?? []
+            #expect(listed.map { $0["deviceName"]?.string } == ["operator-issued", "Alice's backup service"])
+            _ = try await alice.post("sessions/revoke", ["sessionIDs": [.string(sessionID)]])
+            #expect(try await service.get("users/current").serverErrorCode == "AUTHENTICATION_FAILED")
+            #expect(try await alice.get("users/current").status == 200)
+
+            let unnamed = try await alice.post("sessions/create", ["deviceName": "\u{7}bell"])
+            #expect(unnamed.status == 400)
+            #expect(unnamed.serverErrorCode == "BAD_REQUEST")
+            let anonymous = try await server.anonymous().post("sessions/create", [:])
+            #expect(anonymous.serverErrorCode == "AUTHENTICATION_REQUIRED")
+        }
+    }
+
     @Test(arguments: Engine.available)
     func aSessionOfAnotherContainerIsRefused(engine: Engine) async throws {
         try await TestServer.with(engine) { server in

@@ -185,7 +185,9 @@ extension CKContainer {
         report(completionHandler) { try await self.shareParticipant(forUserRecordID: userRecordID) }
     }
 
-    private func report<T: Sendable>(
+    /// Runs `work` and calls a completion handler with its value, or with its error as a
+    /// ``CKError``.
+    func report<T: Sendable>(
         _ completionHandler: @escaping @Sendable (T?, (any Error)?) -> Void, _ work: @escaping @Sendable () async throws -> T?
     ) {
         Task {

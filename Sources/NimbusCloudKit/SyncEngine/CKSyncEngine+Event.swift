@@ -82,6 +82,8 @@ extension CKSyncEngine.Event {
                 /// The zone was deleted.
                 case deleted
                 /// The zone was deleted with its history (the user cleared the app's data).
+                /// Reported when the server says `purged`; a Nimbus server has no such
+                /// deletion yet, so it is never reported against `nimbus serve`.
                 case purged
                 /// The user reset their encrypted data (`EncryptionKeys.resetEncryptedData(in:)`):
                 /// what the zone held cannot be read by anyone; upload the device's copies again.

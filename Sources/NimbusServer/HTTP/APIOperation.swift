@@ -57,6 +57,9 @@ public enum APIOperation: String, CaseIterable, Sendable {
     case sessionsRevoke = "sessions/revoke"
     /// Nimbus extension: a new web auth token for the current session; the old one stops working.
     case sessionsRefresh = "sessions/refresh"
+    /// Nimbus extension: a new session of the signed-in user, for a web service acting on
+    /// their behalf (CloudKit's `CKFetchWebAuthTokenOperation`).
+    case sessionsCreate = "sessions/create"
     /// Nimbus extension: registers a built-in account and mails a verification code.
     case accountsSignUp = "accounts/signup"
     /// Nimbus extension: verifies a built-in account's address with the mailed code.

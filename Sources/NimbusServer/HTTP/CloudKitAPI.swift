@@ -72,6 +72,7 @@ struct CloudKitAPI: Sendable {
         case .sessionsList: return try await listSessions(call)
         case .sessionsRevoke: return try await revokeSessions(call)
         case .sessionsRefresh: return try await refreshSession(call)
+        case .sessionsCreate: return try await createSession(call)
         case .accountsDelete: return try await deleteAccount(call)
         case .accountsSignUp, .accountsVerify, .accountsSignIn, .accountsForgotPassword, .accountsResetPassword:
             return try await accountEntry(call)

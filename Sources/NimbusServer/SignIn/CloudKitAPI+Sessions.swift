@@ -66,6 +66,25 @@ extension CloudKitAPI {
         return .object(["ckWebAuthToken": .string(issued.token), "sessionID": .string(issued.session.id)])
     }
 
+    /// `sessions/create` `{deviceName?}`: a new session of the request's user in the
+    /// container, for a web service that acts on the user's behalf (what CloudKit's
+    /// `CKFetchWebAuthTokenOperation` fetches). Only a session may open another: the new one
+    /// is listed by `sessions/list` under `deviceName` (default `web service`, platform
+    /// `web-service`) and revoked like any other; the request's own session is unchanged.
+    /// `{ckWebAuthToken, sessionID}`.
+    func createSession(_ call: APICall) async throws -> JSON {
+        let user = try Self.sessionUser(call)
+        guard call.identity.sessionID != nil else {
+            throw CloudKitError(.authenticationRequired, "only a signed-in session can open another: pass ckWebAuthToken")
+        }
+        let name = try call.body.optional("deviceName")?.string() ?? "web service"
+        guard let device = SessionDevice.checked(name: name, platform: "web-service") else {
+            throw CloudKitError.badRequest("deviceName must be 1 to 100 bytes without control characters")
+        }
+        let issued = try await signInStore.createSession(user: user.name, container: call.identity.container, device: device)
+        return .object(["ckWebAuthToken": .string(issued.token), "sessionID": .string(issued.session.id)])
+    }
+
     /// The store, as sessions see it.
     var signInStore: any NimbusStorage {
         get throws {

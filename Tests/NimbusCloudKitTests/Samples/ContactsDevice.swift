@@ -18,6 +18,8 @@ actor ContactsDevice: CKSyncEngineDelegate {
     private(set) var contacts: [String: Contact] = [:]
     private(set) var savedState: CKSyncEngine.State.Serialization?
     private(set) var events: [String] = []
+    /// Each zone deletion fetched, as "zone reason".
+    private(set) var zoneDeletions: [String] = []
     private var engine: CKSyncEngine?
     private var waiters: [Int: (condition: @Sendable (isolated ContactsDevice) -> Bool, done: CheckedContinuation<Void, Never>)] = [:]
     private var nextWaiter = 0
@@ -87,6 +89,7 @@ actor ContactsDevice: CKSyncEngineDelegate {
             if case .signIn = change.changeType { break }
             contacts = [:]
         case .fetchedDatabaseChanges(let changes):
+            zoneDeletions += changes.deletions.map { "\($0.zoneID.zoneName) \($0.reason)" }
             for deletion in changes.deletions where deletion.zoneID == Self.zoneID { contacts = [:] }
         case .fetchedRecordZoneChanges(let changes):
             for modification in changes.modifications { merge(modification.record) }

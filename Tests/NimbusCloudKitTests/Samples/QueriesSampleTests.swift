@@ -6,8 +6,9 @@ import Testing
 /// by distance, by words and by a set of categories, through NimbusCloudKit only.
 @Suite("Queries sample")
 struct QueriesSampleTests {
-    @Test func placesAreFoundByDistanceByWordsAndByCategory() async throws {
-        try await CloudKitServer.with { server in
+    @Test(arguments: Engine.available)
+    func placesAreFoundByDistanceByWordsAndByCategory(engine: Engine) async throws {
+        try await CloudKitServer.with(engine: engine) { server in
             let database = try await server.container(user: "ada").publicCloudDatabase
             let places: [(String, String, Double, Double, String)] = [
                 ("louvre", "Louvre museum of art", 48.8606, 2.3376, "museum"),

@@ -20,11 +20,15 @@ final class CloudKitServer: Sendable {
     }
 
     /// Runs `body` against a fresh server on `engine`, then stops it and removes its data.
-    static func with<T: Sendable>(engine: Engine = .sqlite, _ body: (CloudKitServer) async throws -> T) async throws -> T {
+    static func with<T: Sendable>(
+        engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (CloudKitServer) async throws -> T
+    ) async throws -> T {
         var logger = Logger(label: "nimbus-cloudkit-test")
         logger.logLevel = .critical
         var configuration = ServerConfiguration(port: 0, dataDirectory: "")
         configuration.storage = engine.freshStorage()
+        configure(&configuration)
         let server = try await RunningServer.start(configuration, logger: logger)
         do {
             let live = CloudKitServer(
@@ -39,6 +43,9 @@ final class CloudKitServer: Sendable {
             throw error
         }
     }
+
+    /// The server's port on 127.0.0.1.
+    var port: Int { server.port }
 
     /// The connection of a new signed-in user (or nobody, with `user` nil).
     func connection(
@@ -64,13 +71,34 @@ final class CloudKitServer: Sendable {
 /// Thread-safe list of events, for callback-order assertions.
 final class CallbackLog: Sendable {
     private let lock = NSLock()
-    // `nonisolated(unsafe)`: `entries` is read and written only while `lock` is held.
+    // `nonisolated(unsafe)`: `entries` and `waiters` are read and written only while `lock` is held.
     nonisolated(unsafe) private var entries: [String] = []
+    nonisolated(unsafe) private var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
     func append(_ entry: String) {
         lock.lock()
         entries.append(entry)
+        let count = entries.count
+        let ready = waiters.filter { $0.count <= count }
+        waiters.removeAll { $0.count <= count }
         lock.unlock()
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    /// Returns once `count` entries are logged (failing after 30 s).
+    func waitForEntries(_ count: Int) async throws {
+        try await withTimeout {
+            await withCheckedContinuation { continuation in
+                self.lock.lock()
+                if self.entries.count >= count {
+                    self.lock.unlock()
+                    continuation.resume()
+                } else {
+                    self.waiters.append((count, continuation))
+                    self.lock.unlock()
+                }
+            }
+        }
     }
 
     var events: [String] {
@@ -105,4 +133,15 @@ func withTimeout<T: Sendable>(
         group.cancelAll()
         return result
     }
+}
+
+/// Saves `count` records of `type` named `prefix0`, `prefix1`, … with `order` 0, 1, … (to query
+/// in pages).
+func saveOrdered(_ count: Int, type: CKRecord.RecordType, prefix: String, in database: CKDatabase) async throws {
+    let records = (0..<count).map { index -> CKRecord in
+        let record = CKRecord(recordType: type, recordID: CKRecord.ID(recordName: "\(prefix)\(index)"))
+        record["order"] = index
+        return record
+    }
+    _ = try await database.modifyRecords(saving: records, deleting: [])
 }
