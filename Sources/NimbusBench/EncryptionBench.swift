@@ -12,12 +12,15 @@ import NimbusStore
 struct EncryptionBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "encryption",
-        abstract: "The cost of encryptedValues: single-record saves and batched writes, encrypted vs plain (build with -c release).",
+        abstract:
+            "The cost of end-to-end encryption: single-record saves, batched writes and a large asset's upload and download, encrypted vs plain (build with -c release).",
         discussion: """
             Each round runs both modes, plain and encrypted, in alternating order (plain first in \
             even rounds); the figure of each mode is its median over the rounds, and the ratio is \
             encrypted over plain. Records carry a title (plain in both modes) and a 200-byte body, \
-            a mood and three tags (encrypted in the encrypted mode).
+            a mood and three tags (encrypted in the encrypted mode). The asset runs save a record \
+            with a file of --asset-mb MB (a new incompressible file each round) and download it: \
+            encrypted by a container with keys, plain by the same user's container without.
             """)
 
     @Option(name: .long, help: "Rounds (each runs both modes).")
@@ -28,6 +31,8 @@ struct EncryptionBenchCommand: AsyncParsableCommand {
     var batches = 10
     @Option(name: .long, help: "Records per batched request (at most 200).")
     var batch = 200
+    @Option(name: .long, help: "The asset's size in MB (10^6 bytes); 0 skips the asset runs.")
+    var assetMB = 50
     @Option(name: .long, help: "Run the embedded server on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
     var postgres: String?
 
@@ -40,6 +45,8 @@ struct EncryptionBenchCommand: AsyncParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-e2e-\(runID)")
         var configuration = ServerConfiguration(port: 0, dataDirectory: directory.appendingPathComponent("server").path)
         if let postgres { configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_e2e_\(runID)") }
+        // Room for the ciphertext: 16 bytes a 64 KiB chunk and a 9-byte header over the file.
+        configuration.assets.maxAssetBytes = max(configuration.assets.maxAssetBytes, Int64(assetMB) * 1_100_000)
         let server = try await RunningServer.start(configuration, logger: logger)
         func shutDown() async {
             try? await server.stop()
@@ -53,7 +60,11 @@ struct EncryptionBenchCommand: AsyncParsableCommand {
                 credentials: .apiToken(credentials.apiToken, webAuthToken: credentials.webAuthToken))
             container.encryption = EncryptionKeys(store: FileKeyStore(directory: directory.appendingPathComponent("keys")))
             _ = try await container.encryption!.setUp(in: container)
-            try await run(on: container.privateCloudDatabase, storage: postgres == nil ? "SQLite" : "PostgreSQL")
+            var plain = container
+            plain.encryption = nil
+            try await run(
+                on: container.privateCloudDatabase, plain: plain.privateCloudDatabase,
+                storage: postgres == nil ? "SQLite" : "PostgreSQL", files: directory.appendingPathComponent("files"))
             await shutDown()
         } catch {
             await shutDown()
@@ -61,7 +72,7 @@ struct EncryptionBenchCommand: AsyncParsableCommand {
         }
     }
 
-    private func run(on database: Database, storage: String) async throws {
+    private func run(on database: Database, plain: Database, storage: String, files: URL) async throws {
         let zone = ZoneID(zoneName: "Bench")
         try await database.save(RecordZone(zoneID: zone))
         // Warm-up: the zone key is made and cached, the schema learns both record types.
@@ -80,14 +91,34 @@ struct EncryptionBenchCommand: AsyncParsableCommand {
         let singlePlain = median(single[.plain]!), singleSealed = median(single[.encrypted]!)
         let batchPlain = median(batched[.plain]!), batchSealed = median(batched[.encrypted]!)
         print("nimbus-bench encryption (\(storage), \(rounds) rounds, medians over rounds)")
+        /// The spread of the per-round costs (each round's encrypted over plain).
+        func spread(_ ratios: [Double]) -> String {
+            let sorted = ratios.sorted()
+            return String(format: "rounds %+.1f … %+.1f %%", (sorted.first! - 1) * 100, (sorted.last! - 1) * 100)
+        }
+        let singleRatios = (0..<rounds).map { single[.encrypted]![$0] / single[.plain]![$0] }
+        let batchRatios = (0..<rounds).map { batched[.plain]![$0] / batched[.encrypted]![$0] }
         print(
             String(
-                format: "  single-record save   plain %.3f ms   encrypted %.3f ms   cost %+.1f %% (target <= 10 %%)",
-                singlePlain, singleSealed, (singleSealed / singlePlain - 1) * 100))
+                format: "  single-record save   plain %.3f ms   encrypted %.3f ms   cost %+.1f %% (",
+                singlePlain, singleSealed, (singleSealed / singlePlain - 1) * 100) + spread(singleRatios) + "; target <= 10 %)")
         print(
             String(
-                format: "  batched writes (%d)  plain %.0f rec/s   encrypted %.0f rec/s   cost %+.1f %% (target <= 10 %%)",
-                batch, batchPlain, batchSealed, (batchPlain / batchSealed - 1) * 100))
+                format: "  batched writes (%d)  plain %.0f rec/s   encrypted %.0f rec/s   cost %+.1f %% (",
+                batch, batchPlain, batchSealed, (batchPlain / batchSealed - 1) * 100) + spread(batchRatios) + "; target <= 10 %)")
+        guard assetMB > 0 else { return }
+        let assets = try await EncryptionAssetBench(bytes: assetMB * 1_000_000, rounds: rounds, directory: files)
+            .run(encrypted: database, plain: plain, zone: zone)
+        for (name, times) in [("upload  ", assets.upload), ("download", assets.download)] {
+            let plainTime = median(times[.plain]!), sealedTime = median(times[.encrypted]!)
+            let ratios = (0..<rounds).map { times[.encrypted]![$0] / times[.plain]![$0] }.sorted()
+            print(
+                "  asset \(name) (\(assetMB) MB)"
+                    + String(
+                        format: "  plain %.3f s   encrypted %.3f s   cost %+.1f %% (rounds %+.1f … %+.1f %%; target <= 20 %%)",
+                        plainTime, sealedTime, (sealedTime / plainTime - 1) * 100, (ratios.first! - 1) * 100,
+                        (ratios.last! - 1) * 100))
+        }
     }
 
     /// The mean milliseconds of one save (an update of one field, changed each time).

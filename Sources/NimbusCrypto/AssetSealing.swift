@@ -7,8 +7,9 @@ import Foundation
 ///
 /// Header: `version (1) ‖ chunk size (4, big-endian) ‖ nonce prefix (4)`; then each chunk is
 /// AES-256-GCM with nonce `prefix ‖ index (8)` and associated data `index ‖ final flag`, so a
-/// chunk moved, dropped or cut off at the end does not authenticate. The file key travels
-/// wrapped by the zone key in the asset dictionary's `wrappingKey` (``wrap(fileKey:with:for:)``).
+/// chunk moved, dropped or cut off at the end does not authenticate. The file key
+/// (``AssetFileKey``) travels wrapped by the zone key in the asset dictionary's `wrappingKey`
+/// (``WrappedAssetKey``).
 ///
 /// ```swift
 /// let fileKey = SymmetricKey(size: .bits256)
@@ -18,8 +19,8 @@ import Foundation
 public enum AssetSealing {
     static let version: UInt8 = 1
     public static let defaultChunkSize = 64 << 10
-    static let headerByteCount = 9
-    static let tagByteCount = 16
+    public static let headerByteCount = 9
+    public static let tagByteCount = 16
 
     /// The ciphertext of `plaintext` under `fileKey`.
     public static func seal(_ plaintext: [UInt8], with fileKey: SymmetricKey, chunkSize: Int = defaultChunkSize) throws
@@ -39,6 +40,63 @@ public enum AssetSealing {
             output += box.tag
         }
         return output
+    }
+
+    /// The ciphertext of `plaintext` under a file key with its own nonce prefix and chunk size
+    /// (a convergent ``AssetFileKey``: the same bytes give the same ciphertext).
+    public static func seal(_ plaintext: [UInt8], with fileKey: AssetFileKey) throws -> [UInt8] {
+        let count = chunkCount(plaintextSize: Int64(plaintext.count), chunkSize: fileKey.chunkSize)
+        var output = header(for: fileKey)
+        output.reserveCapacity(headerByteCount + plaintext.count + count * tagByteCount)
+        for index in 0..<count {
+            let start = index * fileKey.chunkSize
+            output += try sealChunk(
+                plaintext[start..<min(start + fileKey.chunkSize, plaintext.count)], index: index, final: index == count - 1,
+                with: fileKey)
+        }
+        return output
+    }
+
+    /// The header a ciphertext under `fileKey` starts with.
+    public static func header(for fileKey: AssetFileKey) -> [UInt8] {
+        [version] + bigEndian(UInt32(fileKey.chunkSize)) + fileKey.noncePrefix
+    }
+
+    /// Chunk `index` of a file (at most `fileKey.chunkSize` bytes; `final` for the file's last
+    /// chunk), sealed: its ciphertext and tag, as a streaming writer appends it after the
+    /// ``header(for:)``.
+    public static func sealChunk(_ chunk: some DataProtocol, index: Int, final: Bool, with fileKey: AssetFileKey) throws
+        -> [UInt8]
+    {
+        let box = try AES.GCM.seal(
+            chunk, using: fileKey.key, nonce: try nonce(fileKey.noncePrefix, index), authenticating: aad(index, final: final))
+        return Array(box.ciphertext) + Array(box.tag)
+    }
+
+    /// How many chunks a file of `plaintextSize` bytes is sealed in (an empty file: one).
+    public static func chunkCount(plaintextSize: Int64, chunkSize: Int) -> Int {
+        max(1, Int((plaintextSize + Int64(chunkSize) - 1) / Int64(chunkSize)))
+    }
+
+    /// The length of the ciphertext of a file of `plaintextSize` bytes.
+    public static func sealedSize(plaintextSize: Int64, chunkSize: Int = defaultChunkSize) -> Int64 {
+        Int64(headerByteCount) + plaintextSize + Int64(chunkCount(plaintextSize: plaintextSize, chunkSize: chunkSize) * tagByteCount)
+    }
+
+    /// The length of the plaintext of a ciphertext of `sealedSize` bytes, or `nil` when no
+    /// plaintext seals to that length.
+    public static func plaintextSize(sealedSize: Int64, chunkSize: Int) -> Int64? {
+        let body = sealedSize - Int64(headerByteCount)
+        guard body >= Int64(tagByteCount) else { return nil }
+        let sealedChunk = Int64(chunkSize + tagByteCount)
+        let count = (body + sealedChunk - 1) / sealedChunk
+        let plain = body - count * Int64(tagByteCount)
+        return Self.sealedSize(plaintextSize: plain, chunkSize: chunkSize) == sealedSize ? plain : nil
+    }
+
+    /// Bytes `9 + i × (chunk size + 16)` onward: where chunk `index` starts in a ciphertext.
+    public static func chunkOffset(_ index: Int, chunkSize: Int) -> Int64 {
+        Int64(headerByteCount) + Int64(index) * Int64(chunkSize + tagByteCount)
     }
 
     /// The plaintext of a whole ciphertext.
@@ -87,20 +145,6 @@ public enum AssetSealing {
         let size = ciphertext[1...4].reduce(0) { $0 << 8 | Int($1) }
         guard size > 0, size <= 1 << 24 else { throw EncryptionError(.malformed, "chunk size \(size) out of range") }
         return (size, Array(ciphertext[5...8]))
-    }
-
-    /// `fileKey` sealed with the zone key for one asset field: the asset dictionary's `wrappingKey`.
-    public static func wrap(fileKey: SymmetricKey, with zoneKey: ZoneKey, for place: FieldPlace) throws -> [UInt8] {
-        try FieldSealing.seal(fileKey.withUnsafeBytes { Array($0) }, with: zoneKey, for: place)
-    }
-
-    /// The file key of a `wrappingKey`.
-    public static func unwrapFileKey(_ wrapped: [UInt8], keys: [ZoneKey], for place: FieldPlace) throws(EncryptionError)
-        -> SymmetricKey
-    {
-        let bytes = try FieldSealing.open(wrapped, keys: keys, for: place)
-        guard bytes.count == 32 else { throw EncryptionError(.malformed, "a file key has 32 bytes; got \(bytes.count)") }
-        return SymmetricKey(data: bytes)
     }
 
     private static func nonce(_ prefix: [UInt8], _ index: Int) throws -> AES.GCM.Nonce {

@@ -42,16 +42,4 @@ struct AssetSealingTests {
         #expect(try AssetSealing.openChunk(third, index: 2, final: false, prefix: prefix, key: key) == Array(plain[32..<48]))
         #expect(FieldSealingTests.code { _ = try AssetSealing.openChunk(third, index: 1, final: false, prefix: prefix, key: key) } == .authenticationFailed)
     }
-
-    @Test func theFileKeyTravelsWrappedByTheZoneKeyForItsField() throws {
-        let zoneKey = ZoneKey()
-        let place = FieldPlace(container: "c", zoneName: "Album", ownerRecordName: "_a", recordName: "photo-1", fieldName: "image")
-        let fileKey = SymmetricKey(size: .bits256)
-        let wrapped = try AssetSealing.wrap(fileKey: fileKey, with: zoneKey, for: place)
-        let unwrapped = try AssetSealing.unwrapFileKey(wrapped, keys: [zoneKey], for: place)
-        #expect(unwrapped.withUnsafeBytes { Array($0) } == fileKey.withUnsafeBytes { Array($0) })
-        var other = place
-        other.recordName = "photo-2"
-        #expect(FieldSealingTests.code { _ = try AssetSealing.unwrapFileKey(wrapped, keys: [zoneKey], for: other) } == .authenticationFailed)
-    }
 }

@@ -224,7 +224,8 @@ final class ScriptedSharedService: SyncService {
 
     func assetUploadURLs(zone: String, for fields: [AssetField]) async throws -> [URL] { [] }
     func uploadAsset(
-        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+        _ file: URL, for field: AssetField, zone: String, to url: URL, resuming: Bool,
+        progress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Nimbus.Asset {
         throw NimbusError(.internalError, "no assets here")
     }

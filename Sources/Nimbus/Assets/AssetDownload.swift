@@ -8,7 +8,9 @@ extension Database {
     /// The bytes arrive in `destination` + `.partial` first; a download that was interrupted
     /// (cancelled, connection lost, app killed) continues from that file's length with a
     /// `Range` request the next time. The finished file is checked against the asset's
-    /// size and checksum before it is moved into place.
+    /// size and checksum before it is moved into place. An encrypted asset
+    /// (``Asset/isEncrypted``) is opened on the way, chunk by chunk: `destination` receives
+    /// the plaintext, and nothing at all when a chunk does not authenticate.
     ///
     /// ```swift
     /// let file = try await database.download(photo, to: caches.appendingPathComponent("photo.jpg")) { progress in
@@ -19,12 +21,16 @@ extension Database {
     /// - Throws: ``NimbusError/Code/assetNotAvailable`` when the download URL expired or the
     ///   server no longer holds the bytes (fetch the record again for a fresh URL),
     ///   ``NimbusError/Code/assetFileModified`` when the bytes do not match the checksum,
-    ///   ``NimbusError/Code/invalidArguments`` for an asset not uploaded yet.
+    ///   ``NimbusError/Code/invalidArguments`` for an asset not uploaded yet;
+    ///   ``NimbusError/Code/decryptionFailed`` for encrypted bytes that do not authenticate
+    ///   (altered, re-ordered, cut, or an asset moved from another record),
+    ///   ``NimbusError/Code/encryptionKeysMissing`` when this device lacks the zone's keys.
     @discardableResult
     public func download(
         _ asset: Asset, to destination: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws -> URL {
-        try await AssetDownloader(transport: container.assetTransport, timeout: container.assetTimeout)
+        if asset.isEncrypted { return try await downloadEncrypted(asset, to: destination, progress: progress) }
+        return try await AssetDownloader(transport: container.assetTransport, timeout: container.assetTimeout)
             .download(asset, to: destination, progress: progress)
     }
 }
@@ -38,7 +44,11 @@ extension Asset {
         to destination: URL, transport: any AssetTransport = HTTPClientTransport(),
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws -> URL {
-        try await AssetDownloader(transport: transport, timeout: .seconds(3600)).download(self, to: destination, progress: progress)
+        guard !isEncrypted else {
+            throw NimbusError(
+                .encryptionKeysMissing, "an encrypted asset opens with its zone's keys: download it through its Database")
+        }
+        return try await AssetDownloader(transport: transport, timeout: .seconds(3600)).download(self, to: destination, progress: progress)
     }
 }
 

@@ -209,7 +209,7 @@ extension Database {
                     let report: (@Sendable (TransferProgress) -> Void)? = progress.map { report in
                         { @Sendable transfer in report(id, field, transfer) }
                     }
-                    let singleFile = try await uploadFile(file, to: url, progress: report)
+                    let singleFile = try await uploadAsset(file, for: slot, to: url, progress: report)
                     uploaded[file] = Asset(serverValue: singleFile)
                 }
                 if let value = copy.fieldValue(forKey: field) {

@@ -20,7 +20,8 @@ extension Database {
         var sealed = records
         for index in sealed.indices {
             let record = sealed[index]
-            let fields = record.encryptedKeys.filter { record.values[$0] != nil }.sorted()
+            // Assets are encrypted as files (Database+AssetEncryption), their fields stay ASSET.
+            let fields = record.encryptedKeys.filter { record.values[$0].map { $0.sdkAssets.isEmpty } ?? false }.sorted()
             guard !fields.isEmpty else { continue }
             let (key, owner) = try await keys.sealingKey(for: record.id.zoneID, in: self)
             for field in fields {
@@ -37,6 +38,7 @@ extension Database {
     ///   (nothing is decrypted); ``NimbusError/Code/encryptionKeysMissing`` when this device
     ///   lacks the key it was sealed with.
     func opened(_ record: Record) async throws(NimbusError) -> Record {
+        try await checkAssetPlaces(of: record)
         let sealedFields = record.values.compactMap { field, value in value.encryptedBytesValue.map { (field, $0) } }
         guard !sealedFields.isEmpty else { return record }
         do {
@@ -90,7 +92,7 @@ extension Database {
         }
     }
 
-    private func encryptionKeys() throws(NimbusError) -> EncryptionKeys {
+    func encryptionKeys() throws(NimbusError) -> EncryptionKeys {
         guard let keys = container.encryption else {
             throw NimbusError(
                 .encryptionKeysMissing,

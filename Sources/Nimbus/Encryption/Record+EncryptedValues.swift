@@ -17,6 +17,9 @@ extension Record {
     /// Any value but a ``Reference`` can be encrypted (references stay readable, as in
     /// CloudKit, for cascading deletes and shares); a field, once encrypted, stays so: its
     /// schema type is `ENCRYPTED_BYTES`. Encrypted fields exist in private and shared zones only.
+    /// An ``Asset`` needs no marking: as in CloudKit, every asset this device saves to the
+    /// private database with ``Container/encryption`` set is encrypted as a file (an asset set
+    /// here is the same asset, its field stays `ASSET`; read it on the record).
     public var encryptedValues: EncryptedValues {
         get { EncryptedValues(record: self) }
         set { self = newValue.record }
@@ -64,8 +67,8 @@ enum EncryptedFieldCoding {
         case .asset, .list(.asset, _):
             throw NimbusError(
                 .invalidArguments,
-                "field '\(field)' holds an asset: set assets on the record itself (an encrypted zone's files are "
-                    + "encrypted with their own keys), not in encryptedValues")
+                "field '\(field)' holds an asset: assets are encrypted as files (each with its own key, in the private "
+                    + "database with Container.encryption set), never as field values")
         case .encryptedBytes:
             throw NimbusError(.invalidArguments, "field '\(field)' holds an envelope already; set the plain value")
         default:

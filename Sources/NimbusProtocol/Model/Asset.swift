@@ -12,7 +12,8 @@
 ///   file-name placeholder, which the client replaces with a file name of its choice).
 ///
 /// ``wrappingKey`` and ``referenceChecksum`` (Apple's client-side encryption) are kept as
-/// the client sent them and returned unchanged; Nimbus does not encrypt asset bytes.
+/// the client sent them and returned unchanged: an encrypting client (the SDK, with keys set
+/// up) uploads the ciphertext and puts the wrapped file key there (docs/ENCRYPTION.md).
 public struct Asset: Sendable, Hashable, Codable {
     /// The base64 of the SHA-256 of the file's bytes, as the upload answered it.
     public var fileChecksum: String

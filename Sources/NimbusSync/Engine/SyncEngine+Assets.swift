@@ -104,17 +104,19 @@ extension SyncEngine {
             self?.emit(.assetProgress(SyncEvent.AssetTransfer(
                 direction: .upload, zone: zone, recordName: key.recordName, field: key.field, progress: progress)))
         }
+        let field = AssetField(recordName: key.recordName, recordType: recordType, field: key.field)
         let asset: Nimbus.Asset
         do {
             asset = try await retrying {
-                try await self.service.uploadAsset(file, to: url, resuming: resuming, progress: report)
+                try await self.service.uploadAsset(
+                    file, for: field, zone: zone, to: url, resuming: resuming, progress: report)
             }
         } catch let error as NimbusError where resuming && (error.code == .invalidArguments || error.code == .unknownItem) {
             var known: [AssetUploadKey: AssetUploadState] = [:]
             try await requestUploadURLs([(key, recordType)], zone: zone, into: &known)
             guard let fresh = known[key]?.url else { throw error }
             asset = try await retrying {
-                try await self.service.uploadAsset(file, to: fresh, resuming: false, progress: report)
+                try await self.service.uploadAsset(file, for: field, zone: zone, to: fresh, resuming: false, progress: report)
             }
         }
         try await store.transaction { try $0.setUploaded(asset, zone: zone, key: key) }

@@ -21,11 +21,13 @@ public protocol SyncService: Sendable {
 
     /// Upload URLs (`assets/upload`) for asset files of `zone`'s records, one per entry, in order.
     func assetUploadURLs(zone: String, for fields: [AssetField]) async throws -> [URL]
-    /// Uploads a file to an upload URL; `resuming` when an earlier run may have sent part of
-    /// it (the server is asked how much it holds). Returns the upload's answer: an ``Asset``
-    /// whose receipt attaches it to the record.
+    /// Uploads a file of `zone`'s record field `field` to an upload URL; `resuming` when an
+    /// earlier run may have sent part of it (the server is asked how much it holds). Returns
+    /// the upload's answer: an ``Asset`` whose receipt attaches it to the record (encrypted,
+    /// with its `wrappingKey`, when the database encrypts assets).
     func uploadAsset(
-        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+        _ file: URL, for field: AssetField, zone: String, to url: URL, resuming: Bool,
+        progress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Nimbus.Asset
     /// Downloads an asset's bytes to `destination`, continuing a partial download.
     func downloadAsset(
@@ -160,9 +162,15 @@ public struct DatabaseSyncService: SyncService {
     }
 
     public func uploadAsset(
-        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+        _ file: URL, for field: AssetField, zone: String, to url: URL, resuming: Bool,
+        progress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Nimbus.Asset {
-        Nimbus.Asset(serverValue: try await database.uploadFile(file, to: url, resuming: resuming, progress: progress))
+        let (database, zoneID) = route(zone)
+        let slot = Nimbus.Database.AssetSlot(
+            recordID: Nimbus.Record.ID(recordName: field.recordName, zoneID: zoneID), recordType: field.recordType,
+            fieldName: field.field)
+        return Nimbus.Asset(
+            serverValue: try await database.uploadAsset(file, for: slot, to: url, resuming: resuming, progress: progress))
     }
 
     public func downloadAsset(

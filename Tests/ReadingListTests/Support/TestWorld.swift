@@ -143,10 +143,11 @@ final class CountingService: SyncService, @unchecked Sendable {
         return try await base.assetUploadURLs(zone: zone, for: fields)
     }
     func uploadAsset(
-        _ file: URL, to url: URL, resuming: Bool, progress: @escaping @Sendable (TransferProgress) -> Void
+        _ file: URL, for field: AssetField, zone: String, to url: URL, resuming: Bool,
+        progress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Nimbus.Asset {
         enter("uploadAsset")
-        return try await base.uploadAsset(file, to: url, resuming: resuming, progress: progress)
+        return try await base.uploadAsset(file, for: field, zone: zone, to: url, resuming: resuming, progress: progress)
     }
     func downloadAsset(
         _ asset: Nimbus.Asset, to destination: URL, progress: @escaping @Sendable (TransferProgress) -> Void

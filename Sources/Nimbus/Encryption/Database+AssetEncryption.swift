@@ -1,0 +1,210 @@
+import Crypto
+import Foundation
+import NimbusCrypto
+import NimbusProtocol
+
+/// Encrypted assets (docs/ENCRYPTION.md, "Encrypted assets"). The rule, as in CloudKit, where
+/// every asset is encrypted: with ``Container/encryption`` set, every asset this device
+/// uploads to the private database is encrypted, each file with its own key wrapped by the
+/// zone's key in the asset's `wrappingKey`; the public database's assets are not (no one key
+/// reaches everyone), nor yet those a participant uploads through the shared database.
+/// Reading needs nothing new: ``Database/download(_:to:progress:)`` and
+/// ``Database/bytes(of:in:)`` open an encrypted asset on a device that holds the zone's keys
+/// (the owner's devices, and participants the owner granted the zone's key), whichever
+/// database it was fetched from.
+extension Database {
+    /// Whether this database encrypts the assets it uploads (the rule above).
+    package var encryptsAssets: Bool { scope == .private && container.encryption != nil }
+
+    /// Uploads one asset file for `slot` and returns the server's `singleFile`; when this
+    /// database ``encryptsAssets``, the file's ciphertext (streamed through a temporary file),
+    /// with the wrapped file key in `wrappingKey` and its checksum in `referenceChecksum`.
+    ///
+    /// The file key is convergent (``AssetFileKey/convergent(zoneKey:plaintextDigest:chunkSize:)``):
+    /// the same file in the same zone is the same ciphertext, which the server stores once,
+    /// and an upload resumed after a relaunch sends the same bytes.
+    package func uploadAsset(
+        _ file: URL, for slot: AssetSlot, to url: URL, resuming: Bool = false,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws -> NimbusProtocol.Asset {
+        guard encryptsAssets else { return try await uploadFile(file, to: url, resuming: resuming, progress: progress) }
+        let (zoneKey, owner) = try await encryptionKeys().sealingKey(for: slot.recordID.zoneID, in: self)
+        let digest = try AssetFileSealing.digest(of: file)
+        let fileKey = AssetFileKey.convergent(zoneKey: zoneKey, plaintextDigest: digest)
+        let sealed = try AssetFileSealing.seal(file, with: fileKey, digest: digest)
+        defer { try? FileManager.default.removeItem(at: sealed) }
+        var asset = try await uploadFile(sealed, to: url, resuming: resuming, progress: progress)
+        let place = FieldPlace(
+            container: container.identifier, zoneName: slot.recordID.zoneID.zoneName, ownerRecordName: owner,
+            recordName: slot.recordID.recordName, fieldName: slot.fieldName)
+        let wrapped = try WrappedAssetKey.wrap(fileKey, with: zoneKey, for: place)
+        asset.wrappingKey = Data(wrapped.bytes).base64EncodedString()
+        asset.referenceChecksum = wrapped.referenceChecksum
+        return asset
+    }
+
+    /// Downloads an encrypted asset's ciphertext beside `destination` (resumable, checked
+    /// against its checksum as any download), opens it into `destination` and removes it.
+    /// Nothing is written to `destination` unless every chunk authenticates.
+    func downloadEncrypted(
+        _ asset: Asset, to destination: URL, progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws -> URL {
+        let key = try await fileKey(of: asset)
+        let sealed = destination.deletingLastPathComponent().appendingPathComponent(destination.lastPathComponent + ".sealed")
+        let opened = destination.deletingLastPathComponent().appendingPathComponent(destination.lastPathComponent + ".opened")
+        try await AssetDownloader(transport: container.assetTransport, timeout: container.assetTimeout)
+            .download(asset, to: sealed, progress: progress)
+        defer { try? FileManager.default.removeItem(at: sealed) }
+        try AssetFileSealing.open(sealed, with: key, to: opened)
+        let manager = FileManager.default
+        if manager.fileExists(atPath: destination.path) { try manager.removeItem(at: destination) }
+        try manager.moveItem(at: opened, to: destination)
+        return destination
+    }
+
+    /// The bytes `range` of an asset's file (clamped to its length), read with one ranged
+    /// `GET` (two for an encrypted asset: its header, then the chunks that cover `range`,
+    /// which are opened on their own), never the whole file.
+    ///
+    /// ```swift
+    /// let header = try await database.bytes(of: video, in: 0..<4096)
+    /// ```
+    ///
+    /// - Throws: ``NimbusError/Code/decryptionFailed`` when a chunk does not authenticate,
+    ///   ``NimbusError/Code/encryptionKeysMissing`` when this device lacks the zone's keys,
+    ///   ``NimbusError/Code/assetNotAvailable`` when the download URL expired.
+    public func bytes(of asset: Asset, in range: Range<Int64>) async throws -> Data {
+        guard let size = asset.size, asset.downloadURL != nil else {
+            throw NimbusError(.invalidArguments, "the asset has no download URL: it was not uploaded yet (save its record first)")
+        }
+        guard asset.isEncrypted else {
+            let upper = min(range.upperBound, size)
+            guard range.lowerBound < upper else { return Data() }
+            return try await ranged(asset, range.lowerBound..<upper)
+        }
+        let key = try await fileKey(of: asset)
+        do {
+            let header = Array(try await ranged(asset, 0..<min(size, Int64(AssetSealing.headerByteCount))))
+            let (chunkSize, prefix) = try AssetSealing.header(header)
+            guard let plain = AssetSealing.plaintextSize(sealedSize: size, chunkSize: chunkSize) else {
+                throw EncryptionError(.authenticationFailed, "the encrypted file's length fits no file: it was cut or padded")
+            }
+            let upper = min(range.upperBound, plain)
+            guard range.lowerBound < upper else { return Data() }
+            let first = Int(range.lowerBound / Int64(chunkSize))
+            let last = Int((upper - 1) / Int64(chunkSize))
+            let count = AssetSealing.chunkCount(plaintextSize: plain, chunkSize: chunkSize)
+            let start = AssetSealing.chunkOffset(first, chunkSize: chunkSize)
+            let sealed = Array(try await ranged(asset, start..<min(AssetSealing.chunkOffset(last + 1, chunkSize: chunkSize), size)))
+            var opened: [UInt8] = []
+            let sealedChunk = chunkSize + AssetSealing.tagByteCount
+            for index in first...last {
+                let offset = (index - first) * sealedChunk
+                opened += try AssetSealing.openChunk(
+                    Array(sealed[offset..<min(offset + sealedChunk, sealed.count)]), index: index, final: index == count - 1,
+                    prefix: prefix, key: key)
+            }
+            let skip = Int(range.lowerBound - Int64(first) * Int64(chunkSize))
+            return Data(opened[skip..<(skip + Int(upper - range.lowerBound))])
+        } catch let error as EncryptionError {
+            throw NimbusError(.decryptionFailed, "the asset's bytes do not open: \(error.message)")
+        }
+    }
+
+    /// One ranged `GET` of an asset's download URL: exactly `range`'s bytes, or an error.
+    private func ranged(_ asset: Asset, _ range: Range<Int64>) async throws -> Data {
+        guard let url = asset.downloadURL else { throw NimbusError(.invalidArguments, "the asset has no download URL") }
+        var request = TransportRequest(method: .get, url: url, timeout: container.assetTimeout)
+        request.headers["Range"] = "bytes=\(range.lowerBound)-\(range.upperBound - 1)"
+        let response = try await container.transport.send(request)
+        switch response.status {
+        case 206 where response.body.count == range.count: return response.body
+        case 200 where response.body.count >= range.upperBound:
+            return response.body.subdata(in: Int(range.lowerBound)..<Int(range.upperBound))
+        case 400, 403, 404, 410:
+            var error = NimbusError(httpStatus: response.status, body: response.body, headers: response.headers, zoneID: nil)
+            error.code = .assetNotAvailable
+            throw error
+        case 200, 206:
+            throw NimbusError(.assetFileModified, "the server answered \(response.body.count) bytes for \(range.count) asked for")
+        default:
+            throw NimbusError(httpStatus: response.status, body: response.body, headers: response.headers, zoneID: nil)
+        }
+    }
+
+    /// The file key of an encrypted asset, unwrapped with its zone's key from this account's
+    /// key directory.
+    func fileKey(of asset: Asset) async throws -> SymmetricKey {
+        let wrapped = try Self.wrappedKey(of: asset)
+        let encryption = try encryptionKeys()
+        // The asset names its zone's owner: this user's own zone (the key directory), or
+        // another user's zone shared with this one (the key the owner granted).
+        let mine = wrapped.ownerRecordName == (try await encryption.user(of: container))
+        let (database, zoneID) =
+            mine
+            ? (container.privateCloudDatabase, ZoneID(zoneName: wrapped.zoneName))
+            : (container.sharedCloudDatabase, ZoneID(zoneName: wrapped.zoneName, ownerRecordName: wrapped.ownerRecordName))
+        let (keys, owner) = try await encryption.openingKeys(for: zoneID, keyID: wrapped.keyID, in: database)
+        guard wrapped.ownerRecordName == owner else {
+            throw NimbusError(.encryptionKeysMissing, "the asset was encrypted in another user's zone; this account holds no key for it")
+        }
+        do {
+            return try wrapped.unwrap(keys: keys, container: container.identifier)
+        } catch {
+            throw NimbusError(
+                error.code == .unknownKey ? .encryptionKeysMissing : .decryptionFailed, "the asset's file key: \(error.message)")
+        }
+    }
+
+    /// The clear part of an asset's `wrappingKey`, checked against its `referenceChecksum`.
+    static func wrappedKey(of asset: Asset) throws(NimbusError) -> WrappedAssetKey {
+        guard let text = asset.serverValue?.wrappingKey, let bytes = Data(base64Encoded: text) else {
+            throw NimbusError(.decryptionFailed, "the asset's wrappingKey is not base64")
+        }
+        let wrapped: WrappedAssetKey
+        do {
+            wrapped = try WrappedAssetKey(Array(bytes))
+        } catch {
+            throw NimbusError(.decryptionFailed, "the asset's wrappingKey: \(error.message)")
+        }
+        guard asset.serverValue?.referenceChecksum == wrapped.referenceChecksum else {
+            throw NimbusError(.decryptionFailed, "the asset's referenceChecksum is not its wrappingKey's checksum")
+        }
+        return wrapped
+    }
+
+    /// Checks that each encrypted asset of `record` was wrapped for this record and field (a
+    /// server that moved an asset dictionary from another record or field is caught).
+    func checkAssetPlaces(of record: Record) async throws(NimbusError) {
+        guard scope != .public, let keys = container.encryption else { return }
+        for (field, value) in record.values.sorted(by: { $0.key < $1.key }) {
+            for asset in value.sdkAssets where asset.isEncrypted {
+                let wrapped = try Self.wrappedKey(of: asset)
+                var owner = record.id.zoneID.ownerRecordName ?? ""
+                if scope == .private {
+                    do {
+                        owner = try await keys.user(of: container)
+                    } catch let error as NimbusError {
+                        throw error
+                    } catch {
+                        throw NimbusError(.networkFailure, "\(error)")
+                    }
+                }
+                let place = FieldPlace(
+                    container: container.identifier, zoneName: record.id.zoneID.zoneName, ownerRecordName: owner,
+                    recordName: record.id.recordName, fieldName: field)
+                guard wrapped.belongs(to: place) else {
+                    throw NimbusError(
+                        .decryptionFailed,
+                        "the encrypted asset in '\(field)' was wrapped for another record or field: it was moved", recordID: record.id)
+                }
+            }
+        }
+    }
+}
+
+extension Asset {
+    /// Whether the asset's bytes are encrypted (its dictionary carries a `wrappingKey`): they
+    /// open on the devices that hold its zone's keys (docs/ENCRYPTION.md).
+    public var isEncrypted: Bool { serverValue?.wrappingKey != nil }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Nimbus
+import NimbusProtocol
+import NimbusServer
+import NimbusStore
+import NimbusSync
+import Testing
+
+/// An encrypted photo through the sync engine, on both storage engines: the server's asset
+/// files (SQLite data directory) or asset tables (PostgreSQL) hold only ciphertext, a second
+/// device of the user restored by the recovery key reads the photo, another user cannot.
+@Suite("Sync with encrypted assets")
+struct EncryptedAssetSyncTests {
+    static let zone = "Album"
+    static var configuration: SyncConfiguration {
+        var configuration = SyncConfiguration(zones: [zone], subscriptionID: nil)
+        configuration.encryptedFields = ["Photo": ["caption"]]
+        return configuration
+    }
+
+    static func device(_ harness: SyncHarness, _ name: String, webToken: String? = nil) throws -> (SyncEngine, Container) {
+        var container = harness.container(device: name, webToken: webToken)
+        container.encryption = EncryptionKeys(
+            store: FileKeyStore(directory: URL(fileURLWithPath: "\(harness.directory)/\(name)/keys")))
+        let engine = SyncEngine(
+            service: DatabaseSyncService(database: container.privateCloudDatabase),
+            store: try LocalStore(path: harness.storePath(name)), configuration: configuration, clock: SyncHarness.noWaiting)
+        return (engine, container)
+    }
+
+    @Test(arguments: EncryptedSyncTests.engines)
+    func anEncryptedPhotoSyncsAndTheServerHoldsOnlyCiphertext(engine: String) async throws {
+        var storage: StorageLocation?
+        do {
+            try await SyncHarness.with(configure: { configuration in
+                configuration.storage = EncryptedSyncTests.storage(engine, current: configuration.storage)
+                storage = configuration.storage
+            }) { harness in try await Self.syncAndInspect(harness, engine: engine) }
+        } catch {
+            await EncryptedSyncTests.drop(storage)
+            throw error
+        }
+        await EncryptedSyncTests.drop(storage)
+    }
+
+    static func syncAndInspect(_ harness: SyncHarness, engine: String) async throws {
+        let marker = "MARKER-pixels-\(UUID().uuidString.prefix(8))"
+        let caption = "MARKER-caption-\(UUID().uuidString.prefix(8))"
+        var photo = Data()
+        while photo.count < 200_000 { photo.append(contentsOf: Array("\(marker) \(photo.count);".utf8)) }
+        let file = URL(fileURLWithPath: "\(harness.directory)/beach.jpg")
+        try FileManager.default.createDirectory(atPath: harness.directory, withIntermediateDirectories: true)
+        try photo.write(to: file)
+
+        let (a, phone) = try Self.device(harness, "A")
+        let recovery = try #require(try await phone.encryption!.setUp(in: phone))
+        try await a.start()
+        try a.store.write { _, outbox in
+            try outbox.save(LocalRecord(
+                zoneName: Self.zone, recordName: "p1", recordType: "Photo",
+                fields: ["photo": Nimbus.Asset(fileURL: file).fieldValue, "caption": .string(caption), "title": "Beach"]))
+        }
+        try await a.sendChanges()
+        #expect(try a.store.pendingCount() == 0)
+
+        // A second device of the user, restored by the recovery key, reads the photo.
+        let (b, laptop) = try Self.device(harness, "B")
+        try await laptop.encryption!.restore(recoveryKey: recovery.text, in: laptop)
+        try await b.start()
+        try await b.fetchChanges()
+        let record = try #require(try b.store.record(zone: Self.zone, name: "p1"))
+        #expect(record.fields["caption"] == .string(caption))
+        let asset = try #require(record.fields["photo"].flatMap(Nimbus.Asset.init(fieldValue:)))
+        #expect(asset.isEncrypted)
+        let onLaptop = try #require(try await b.assetFile(for: record, field: "photo"))
+        #expect(try Data(contentsOf: onLaptop) == photo)
+
+        // The server's storage holds neither the photo nor the caption, in any encoding.
+        let dumped = try await EncryptedSyncTests.dump(harness.storage)
+        #expect(dumped.count > photo.count, "the dump read the asset bytes")
+        for secret in [marker, caption] {
+            for form in MarkerForms.of(secret) {
+                #expect(!dumped.contains(form), "\(engine): '\(form)' (a form of \(secret)) is in the server's storage")
+            }
+        }
+        #expect(dumped.contains("Beach"), "the title, not encrypted, is in clear: the dump finds what is there")
+
+        // Another user with keys of their own cannot open it (nor can the server give them a key).
+        let mallory = try await harness.server.store.createUser(
+            name: "mallory", email: nil, firstName: nil, lastName: nil, container: SyncHarness.containerID
+        ).token
+        let (_, stranger) = try Self.device(harness, "M", webToken: mallory)
+        try await stranger.encryption!.setUp(in: stranger)
+        let target = URL(fileURLWithPath: "\(harness.directory)/stolen.jpg")
+        do {
+            try await stranger.privateCloudDatabase.download(asset, to: target)
+            Issue.record("another user opened the photo")
+        } catch let error as NimbusError {
+            #expect(error.code == .encryptionKeysMissing)
+        }
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+    }
+}
