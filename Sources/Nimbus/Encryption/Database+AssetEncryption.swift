@@ -144,7 +144,17 @@ extension Database {
             mine
             ? (container.privateCloudDatabase, ZoneID(zoneName: wrapped.zoneName))
             : (container.sharedCloudDatabase, ZoneID(zoneName: wrapped.zoneName, ownerRecordName: wrapped.ownerRecordName))
-        let (keys, owner) = try await encryption.openingKeys(for: zoneID, keyID: wrapped.keyID, in: database)
+        let keys: [ZoneKey], owner: String
+        do {
+            (keys, owner) = try await encryption.openingKeys(for: zoneID, keyID: wrapped.keyID, in: database)
+        } catch let error as NimbusError
+            where !mine && [.zoneNotFound, .unknownItem, .permissionFailure, .notAuthenticated].contains(error.code)
+        {
+            throw NimbusError(
+                .encryptionKeysMissing,
+                "the asset was encrypted in zone '\(wrapped.zoneName)' of another user, which is not shared with this account "
+                    + "(\(error.code.rawValue)): it holds no key for it")
+        }
         guard wrapped.ownerRecordName == owner else {
             throw NimbusError(.encryptionKeysMissing, "the asset was encrypted in another user's zone; this account holds no key for it")
         }
