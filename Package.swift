@@ -371,9 +371,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the test suites share (not a product): the `Engine` enum the suites run on and
+        // `ServerHarness`, a real server on fresh storage that always stops and cleans up.
+        .target(
+            name: "NimbusTestSupport",
+            dependencies: [
+                "NimbusEngines", "NimbusMemory", "NimbusPostgres", "NimbusServer", "NimbusStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/NimbusTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "NimbusTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "Nimbus",
                 "NimbusCrypto",
@@ -393,6 +406,7 @@ let package = Package(
         .testTarget(
             name: "NimbusSyncTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusSync", "NimbusKeyValue", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -407,6 +421,7 @@ let package = Package(
         .testTarget(
             name: "NimbusBenchTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusBench",
                 "NimbusServer",
@@ -420,6 +435,7 @@ let package = Package(
         .testTarget(
             name: "NimbusCloudKitTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusCloudKit", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -439,6 +455,7 @@ let package = Package(
         .testTarget(
             name: "ReadingListTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "ReadingList", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -449,6 +466,7 @@ let package = Package(
         .testTarget(
             name: "SharedAlbumTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "SharedAlbum", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -458,12 +476,12 @@ let package = Package(
         .testTarget(
             name: "NimbusStoreTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusMemory",
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol", "NimbusStore",
                 // The store's behaviour tests run on both engines.
                 "NimbusPostgres",
-                .product(name: "Logging", package: "swift-log"),
                 // Holding statements in a connection's trace hook (SQLiteReadThreadTests).
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // `@testable import NimbusSQLite` reads the engine's SQLite C module too.
@@ -476,6 +494,7 @@ let package = Package(
         .testTarget(
             name: "NimbusPostgresTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol",
                 "NimbusStore",
@@ -489,6 +508,7 @@ let package = Package(
         .testTarget(
             name: "NimbusDashboardTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusDashboard", "NimbusServer", "NimbusStore", "NimbusProtocol",
                 // The traces page's tests make traced changes with the SDK.
@@ -503,6 +523,7 @@ let package = Package(
         .testTarget(
             name: "NimbusServerTests",
             dependencies: [
+                "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusProtocol",
                 "NimbusStore",

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 @testable import NimbusBench
@@ -10,16 +11,12 @@ import Testing
 /// bytes come back as sent, a resume sends only what the server lacks. On SQLite, and on
 /// PostgreSQL when `NIMBUS_TEST_POSTGRES_URL` names one.
 @Suite struct AssetBenchTests {
-    static let postgresURL = ProcessInfo.processInfo.environment["NIMBUS_TEST_POSTGRES_URL"].flatMap {
-        $0.isEmpty ? nil : $0
-    }
-
     @Test func everyRunCompletesOnSQLite() async throws {
         try await runBench(postgres: nil)
     }
 
-    @Test(.enabled(if: postgresURL != nil)) func everyRunCompletesOnPostgreSQL() async throws {
-        try await runBench(postgres: Self.postgresURL)
+    @Test(.enabled(if: Engine.postgresURL != nil, Engine.postgresHowTo)) func everyRunCompletesOnPostgreSQL() async throws {
+        try await runBench(postgres: Engine.postgresURL)
     }
 
     @Test func theCopyLoopCopiesEveryByte() throws {

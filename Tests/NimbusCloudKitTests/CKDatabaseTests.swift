@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// CloudKit's async database API against a real server.

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// User discovery through CloudKit's API: consent, lookups by email address and user record

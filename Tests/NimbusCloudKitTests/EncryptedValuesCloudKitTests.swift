@@ -4,6 +4,7 @@ import NimbusCloudKit
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `CKRecord.encryptedValues` sealed through the SDK: the server holds envelopes, the device

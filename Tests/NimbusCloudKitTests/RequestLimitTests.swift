@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// CloudKit takes 400 items in one modify operation; the server takes 400 per request. A

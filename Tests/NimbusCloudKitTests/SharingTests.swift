@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// CloudKit's sharing flow between two users, through NimbusCloudKit only.

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// CKSyncEngine against a real server: events in CloudKit's order, the sync-engine sample's

@@ -5,6 +5,7 @@ import Foundation
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Nothing of the dashboard without an operator session; signing in and out; CSRF.

@@ -7,6 +7,7 @@ import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Several nodes on one PostgreSQL database: an operator's session works on every node, and
@@ -15,7 +16,7 @@ import Testing
 struct DashboardClusterTests {
     @Test("a session opened on one node works on another; live numbers are per node", .enabled(if: Engine.available.contains(.postgres)))
     func twoNodes() async throws {
-        let storage = Engine.postgres.freshStorage()
+        let storage = try Engine.postgres.freshStorage()
         var configuration = ServerConfiguration(port: 0)
         configuration.storage = storage
         configuration.signIn.passwordCost = 10

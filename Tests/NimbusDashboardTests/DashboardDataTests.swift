@@ -5,6 +5,7 @@ import Foundation
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Records through the dashboard: the same modify path as the API, change tags and all.

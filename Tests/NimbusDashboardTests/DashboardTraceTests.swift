@@ -2,6 +2,7 @@ import Foundation
 import Nimbus
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The traces page: a change made with the SDK under a trace, found by record name or trace

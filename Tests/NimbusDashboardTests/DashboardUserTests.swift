@@ -5,6 +5,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Users: the list, private data only where the container allows it (audited), deletion.

@@ -3,6 +3,7 @@ import NIOWebSocket
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 import WSCore
 

@@ -3,6 +3,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Bad asset input gets a clear CloudKit error, stores nothing that could leak, and leaves

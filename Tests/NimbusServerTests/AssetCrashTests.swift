@@ -6,6 +6,7 @@ import NimbusProtocol
 import NimbusSQLite
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// A `nimbus serve` process killed with SIGKILL in the middle of asset traffic loses nothing

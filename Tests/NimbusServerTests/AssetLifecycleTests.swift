@@ -4,6 +4,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// An asset lives while a record version references it; the collector reclaims the rest.

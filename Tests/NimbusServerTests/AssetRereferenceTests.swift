@@ -3,6 +3,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `assets/rereference`, as MistKit and other CloudKit Web Services clients use it: ask for

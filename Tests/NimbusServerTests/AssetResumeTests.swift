@@ -3,6 +3,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// An upload whose connection drops keeps every byte that reached the server, on either

@@ -4,6 +4,7 @@ import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// ASSET fields in the schema: created by saves in development, exported and deployed,

@@ -3,6 +3,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Assets through the HTTP API, as a CloudKit Web Services client uses them: `assets/upload`,

@@ -6,6 +6,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 @Suite("Authentication and isolation")

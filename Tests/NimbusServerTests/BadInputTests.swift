@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 @Suite("Bad input gets a clear error, never a crash or a partial write")

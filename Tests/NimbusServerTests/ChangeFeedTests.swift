@@ -1,6 +1,7 @@
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 @Suite("Change tokens and feeds")

@@ -6,6 +6,7 @@ import NimbusProtocol
 import NimbusSQLite
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Sync tokens cannot be forged into a state that hides data: they are signed with the
@@ -178,7 +179,7 @@ struct ChangeTokenSecurityTests {
     }
 
     @Test(arguments: Engine.available) func theSecretSurvivesARestart(engine: Engine) async throws {
-        let storage = engine.freshStorage()
+        let storage = try engine.freshStorage()
         var configuration = ServerConfiguration(port: 0)
         configuration.storage = storage
         do {
@@ -257,7 +258,7 @@ struct ChangeTokenSecurityTests {
 
     @Test(.enabled(if: Engine.postgresURL != nil, Engine.postgresHowTo))
     func nodesCreatingTheSecretTogetherAgreeOnOne() async throws {
-        let storage = Engine.postgres.freshStorage()
+        let storage = try Engine.postgres.freshStorage()
         guard case .postgres(let url, let schema) = storage else { return }
         do {
             async let first = PostgresStore.open(

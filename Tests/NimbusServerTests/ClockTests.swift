@@ -5,6 +5,7 @@ import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The server reads the time of day only from ``ServerConfiguration/clock``: records' stamps,
@@ -114,7 +115,7 @@ struct ClockTests {
         let clock = ManualWallClock(millis: Self.future)
         let log = LogCapture()
         var configuration = ServerConfiguration(port: 0, compactionInterval: .milliseconds(20))
-        configuration.storage = engine.freshStorage()
+        configuration.storage = try engine.freshStorage()
         configuration.clock = clock.wallClock
         let server = try await RunningServer.start(configuration, logger: log.logger)
         do {

@@ -5,6 +5,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// CORS for browser apps: the API's answers name an `Origin` in `Access-Control-Allow-Origin`

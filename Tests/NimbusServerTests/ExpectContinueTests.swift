@@ -1,6 +1,7 @@
 import Foundation
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// `Expect: 100-continue`, as curl sends it before a large body: the server answers

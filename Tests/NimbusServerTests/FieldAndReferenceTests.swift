@@ -1,5 +1,6 @@
 import Foundation
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 @Suite("Field types and references")

@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// Requests no well-behaved client sends, on a real server over raw sockets: each gets an

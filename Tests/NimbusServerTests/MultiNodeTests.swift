@@ -2,6 +2,7 @@ import Foundation
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 @testable import NimbusPostgres

@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// Issue 14 §3: names are compared byte for byte, so a name that a database or Swift would

@@ -6,6 +6,7 @@ import NimbusProtocol
 import NimbusServer
 @testable import NimbusSQLite
 @testable import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The per-user notification collection: written with the change, fetched since a token,

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// Keeps `Sources/NimbusServer/Resources/openapi.yaml` true: every route the server

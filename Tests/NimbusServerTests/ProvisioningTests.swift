@@ -3,6 +3,7 @@ import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 @Suite("Provisioning while the server runs")

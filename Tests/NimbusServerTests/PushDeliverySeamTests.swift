@@ -1,6 +1,7 @@
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Every write path hands what it committed to the one ``PushDelivery`` seam, and only once

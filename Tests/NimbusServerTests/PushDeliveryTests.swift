@@ -1,6 +1,7 @@
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Pushes over real WebSocket connections to a real server: who gets them, in which shape,

@@ -4,6 +4,7 @@ import NIOWebSocket
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 import WSCore
 

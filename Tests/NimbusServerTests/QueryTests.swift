@@ -2,6 +2,7 @@ import Foundation
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `records/query` through HTTP against a real server: comparators, system fields, sorts,

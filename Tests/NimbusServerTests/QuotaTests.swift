@@ -2,6 +2,7 @@ import Foundation
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Quotas on a database's bytes (records + the assets they reference): per user on private

@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 @Suite("records/modify")

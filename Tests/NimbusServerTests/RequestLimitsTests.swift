@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// What a client can hold of the server: bodies are bounded per operation and refused before

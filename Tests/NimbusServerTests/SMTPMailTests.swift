@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// Built-in accounts' mail over SMTP, against a fake SMTP server on a loopback port: the

@@ -3,6 +3,7 @@ import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Schema environments: just-in-time schema in development, export, deploy, and production

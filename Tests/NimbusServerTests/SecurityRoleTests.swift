@@ -1,6 +1,7 @@
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Custom security roles: an operator grants a schema's `CREATE ROLE` role to users per

@@ -1,6 +1,7 @@
 import Foundation
 import NIOWebSocket
 import NimbusEngines
+import NimbusTestSupport
 import WSCore
 import NimbusProtocol
 import NimbusServer

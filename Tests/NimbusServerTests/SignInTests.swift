@@ -2,6 +2,7 @@ import Foundation
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Built-in accounts through the JSON API: sign-up, verification, sign-in on several

@@ -6,6 +6,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Server-to-server requests: what is checked before the body is read, and the two forms a

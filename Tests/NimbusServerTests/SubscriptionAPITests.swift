@@ -1,6 +1,7 @@
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `subscriptions/list`, `subscriptions/lookup` and `subscriptions/modify` in Apple's shapes.

@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// Field values saved without `type` (Apple documents it as optional): where the schema knows

@@ -1,6 +1,7 @@
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `users/discover`, `users/lookup/email`, `users/lookup/id` and `users/discoverability`:

@@ -1,6 +1,7 @@
 import NimbusEngines
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// Issue 14 §2: a value JSON cannot carry back (NaN, ±Infinity, a literal beyond a double's
@@ -261,7 +262,7 @@ struct ValueRulesTests {
         let unapply: String
         switch engine {
         case .sqlite: unapply = "DELETE FROM grdb_migrations WHERE identifier = 'v6-repair-values'"
-        case .postgres: unapply = "DELETE FROM nimbus_schema_version WHERE version >= 8"
+        case .postgres, .memory: unapply = "DELETE FROM nimbus_schema_version WHERE version >= 8"
         }
         try await StoredRows.execute(
             [
@@ -287,7 +288,7 @@ struct ValueRulesTests {
             let count: String
             switch engine {
             case .sqlite: count = "SELECT count(*) FROM records WHERE instr(fields, 'null') > 0"
-            case .postgres: count = "SELECT count(*) FROM records WHERE strpos(fields, 'null') > 0"
+            case .postgres, .memory: count = "SELECT count(*) FROM records WHERE strpos(fields, 'null') > 0"
             }
             #expect(try await StoredRows.integer(count, on: first.storage) == 0)
             #expect(try await StoredRows.integer("SELECT count(*) FROM subscriptions", on: first.storage) == 1)

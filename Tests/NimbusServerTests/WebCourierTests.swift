@@ -3,6 +3,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `tokens/create`, `tokens/register` and the long-polled `webcourierURL`, for web clients.

@@ -3,6 +3,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// CloudKit's web flow: AUTHENTICATION_REQUIRED with a `redirectURL`, the sign-in page, its

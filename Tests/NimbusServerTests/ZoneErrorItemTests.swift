@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// A zone's per-item error names the zone as a success item does, `{zoneName,

@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Provisioning through the storage protocol: containers, users, tokens and keys, stamped by
@@ -8,8 +9,8 @@ import Testing
 struct AccountStoreTests {
     typealias F = Fixture
 
-    @Test(arguments: StoreEngine.available)
-    func tokensAreIssuedAtTheStoresClockAndWorkUntilRevoked(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func tokensAreIssuedAtTheStoresClockAndWorkUntilRevoked(engine: Engine) async throws {
         let clock = ManualWallClock(millis: F.past)
         try await engine.withStore(clock: clock.wallClock) { store in
             let api = try await store.createContainer(F.container)
@@ -45,8 +46,8 @@ struct AccountStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func containersAreCreatedOnceAndUsersNeedOne(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func containersAreCreatedOnceAndUsersNeedOne(engine: Engine) async throws {
         try await engine.withStore { store in
             _ = try await store.createContainer(F.container)
             await #expect(throws: AccountError.self) { try await store.createContainer(F.container) }
@@ -69,8 +70,8 @@ struct AccountStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func serverKeysAreStampedByTheClockAndRevocable(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func serverKeysAreStampedByTheClockAndRevocable(engine: Engine) async throws {
         let clock = ManualWallClock(millis: F.past)
         try await engine.withStore(clock: clock.wallClock) { store in
             _ = try await store.createContainer(F.container)
@@ -88,8 +89,8 @@ struct AccountStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func onlyUsersWhoOptedInAreDiscoverable(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func onlyUsersWhoOptedInAreDiscoverable(engine: Engine) async throws {
         try await engine.withStore { store in
             _ = try await store.createContainer(F.container)
             let alice = try #require(

@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// A zone's record change feed through the storage protocol: paging, tokens, coalescing.
@@ -7,9 +8,9 @@ import Testing
 struct ChangeFeedStoreTests {
     typealias F = Fixture
 
-    @Test(arguments: RecordEngine.available)
-    func pagesCoverEveryChangeOnceInVersionOrder(engine: RecordEngine) async throws {
-        try await RecordStoreTests.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func pagesCoverEveryChangeOnceInVersionOrder(engine: Engine) async throws {
+        try await RecordStoreTests.withRecordZone(engine) { store in
             let names = (0..<7).map { "r\($0)" }
             for name in names { _ = try await store.modify([F.operation(.create, name)]) }
 
@@ -30,9 +31,9 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func aLimitBelowOneReadsPagesOfOne(engine: RecordEngine) async throws {
-        try await RecordStoreTests.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func aLimitBelowOneReadsPagesOfOne(engine: Engine) async throws {
+        try await RecordStoreTests.withRecordZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a"), F.operation(.create, "b")])
             let first = try await store.recordChanges(zone: "Z", since: nil, limit: 0, in: F.alice)
             #expect(first.records.map(\.recordName) == ["a"])
@@ -42,9 +43,9 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func aRecordChangedTwiceSinceATokenAppearsOnceInItsLatestState(engine: RecordEngine) async throws {
-        try await RecordStoreTests.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func aRecordChangedTwiceSinceATokenAppearsOnceInItsLatestState(engine: Engine) async throws {
+        try await RecordStoreTests.withRecordZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a"), F.operation(.create, "b")])
             let token = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice).syncToken
             _ = try await store.modify([F.operation(.forceUpdate, "a", fields: ["n": 1])])
@@ -56,9 +57,9 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func aRecordCreatedAndDeletedSinceATokenIsNotReported(engine: RecordEngine) async throws {
-        try await RecordStoreTests.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func aRecordCreatedAndDeletedSinceATokenIsNotReported(engine: Engine) async throws {
+        try await RecordStoreTests.withRecordZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "kept")])
             let token = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice).syncToken
             _ = try await store.modify([F.operation(.create, "brief")])
@@ -68,9 +69,9 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func aWriteBetweenPagesIsReadOnTheNextPage(engine: RecordEngine) async throws {
-        try await RecordStoreTests.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func aWriteBetweenPagesIsReadOnTheNextPage(engine: Engine) async throws {
+        try await RecordStoreTests.withRecordZone(engine) { store in
             for name in ["a", "b", "c"] { _ = try await store.modify([F.operation(.create, name)]) }
             let first = try await store.recordChanges(zone: "Z", since: nil, limit: 2, in: F.alice)
             #expect(first.records.map(\.recordName) == ["a", "b"])
@@ -82,9 +83,9 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func tokensAreBoundToTheirZoneAndRefuseForgery(engine: RecordEngine) async throws {
-        try await RecordStoreTests.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func tokensAreBoundToTheirZoneAndRefuseForgery(engine: Engine) async throws {
+        try await RecordStoreTests.withRecordZone(engine) { store in
             _ = try await store.modifyZones([.create(zoneName: "Y")], in: F.alice)
             _ = try await store.modify([F.operation(.create, "a")])
             let token = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice).syncToken
@@ -99,9 +100,9 @@ struct ChangeFeedStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func theWrittenFeedHoldsTheSameRecordsAndTokens(engine: RecordEngine) async throws {
-        try await RecordStoreTests.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func theWrittenFeedHoldsTheSameRecordsAndTokens(engine: Engine) async throws {
+        try await RecordStoreTests.withRecordZone(engine) { store in
             for name in ["a", "b", "c"] { _ = try await store.modify([F.operation(.create, name, fields: ["n": 1])]) }
             let closing = #","zoneID":{"ownerRecordName":"_alice","zoneName":"Z"}}"#
             let page = try await store.recordChanges(zone: "Z", since: nil, limit: 2, in: F.alice)

@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Compaction by retention, with time moved by an injected ``ManualWallClock`` rather than
@@ -9,8 +10,8 @@ struct CompactionStoreTests {
     typealias F = Fixture
     static let retention: Int64 = 30 * 24 * 3600 * 1000
 
-    @Test(arguments: StoreEngine.available)
-    func tombstonesOlderThanTheRetentionAreRemovedAndTheirTokensExpire(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func tombstonesOlderThanTheRetentionAreRemovedAndTheirTokensExpire(engine: Engine) async throws {
         let clock = ManualWallClock(millis: F.past)
         try await engine.withStore(clock: clock.wallClock) { store in
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
@@ -45,8 +46,8 @@ struct CompactionStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aDeletedZoneIsKeptForTheRetentionByTheStoresClock(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func aDeletedZoneIsKeptForTheRetentionByTheStoresClock(engine: Engine) async throws {
         let clock = ManualWallClock(millis: F.past)
         try await engine.withStore(clock: clock.wallClock) { store in
             _ = try await store.modifyZones([.create(zoneName: "Y"), .create(zoneName: "Z")], in: F.alice)
@@ -67,8 +68,8 @@ struct CompactionStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func notificationsExpireByTheClockThatStampedThem(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func notificationsExpireByTheClockThatStampedThem(engine: Engine) async throws {
         let clock = ManualWallClock(millis: F.past)
         try await engine.withStore(clock: clock.wallClock) { store in
             _ = try await store.modifySubscriptions(

@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// A large non-atomic batch of saves committed in parts (``WritePolicy/transactionRecordLimit``):
@@ -51,8 +52,8 @@ struct ModifyPartsTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aSplitBatchAnswersAsOneAndCommitsInParts(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func aSplitBatchAnswersAsOneAndCommitsInParts(engine: Engine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             let subscription = SubscriptionDefinition(subscriptionID: "zone", kind: .zone(zoneName: "Z", recordType: nil))
             _ = try await store.modifySubscriptions([.save(subscription)], owner: "_alice", in: F.alice)
@@ -76,8 +77,8 @@ struct ModifyPartsTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func overTheQuotaTheFirstPartsStayAndEachLaterRecordFails(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func overTheQuotaTheFirstPartsStayAndEachLaterRecordFails(engine: Engine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             let operations = Self.saves(10)
             let recordBytes = Int64(operations[0].fieldsJSON.utf8.count)
@@ -100,8 +101,8 @@ struct ModifyPartsTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func whenTheFirstPartFailsNothingIsWrittenAndTheErrorIsTheRequests(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func whenTheFirstPartFailsNothingIsWrittenAndTheErrorIsTheRequests(engine: Engine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             var policy = F.policy()
             policy.transactionRecordLimit = 4

@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The dashboard's operators through the storage protocol, on every engine: accounts,
@@ -8,8 +9,8 @@ import Testing
 struct OperatorStoreTests {
     typealias F = Fixture
 
-    @Test(arguments: StoreEngine.available)
-    func operatorsSessionsAndTheirEnd(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func operatorsSessionsAndTheirEnd(engine: Engine) async throws {
         try await engine.withStore { store in
             try await store.createOperator(name: "ops", passwordHash: "$2b$hash", now: F.past)
             await #expect(throws: AccountError.self) { try await store.createOperator(name: "ops", passwordHash: "x", now: F.past) }
@@ -37,8 +38,8 @@ struct OperatorStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func auditLogAndPrivateDataSwitch(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func auditLogAndPrivateDataSwitch(engine: Engine) async throws {
         try await engine.withStore { store in
             _ = try await store.createContainer(F.container)
             #expect(try await !store.operatorsMayReadPrivateData(container: F.container), "off by default")

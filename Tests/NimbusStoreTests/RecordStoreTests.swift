@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Record writes through the storage protocol: change tags, conflicts, atomic batches,
@@ -9,7 +10,7 @@ struct RecordStoreTests {
     typealias F = Fixture
 
     /// Runs `body` on a fresh store of `engine` with zone Z in Alice's database.
-    static func withZone(_ engine: StoreEngine, _ body: (any NimbusStorage) async throws -> Void) async throws {
+    static func withZone(_ engine: Engine, _ body: (any NimbusStorage) async throws -> Void) async throws {
         try await engine.withStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             try await body(store)
@@ -18,16 +19,16 @@ struct RecordStoreTests {
 
     /// Runs `body` on a fresh record store of `engine` (the in-memory one included) with zone
     /// Z in Alice's database.
-    static func withZone(_ engine: RecordEngine, _ body: (any RecordStore) async throws -> Void) async throws {
-        try await engine.withStore { store in
+    static func withRecordZone(_ engine: Engine, _ body: (any RecordStore) async throws -> Void) async throws {
+        try await engine.withRecordStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             try await body(store)
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func aLockedSaveNeedsTheCurrentChangeTag(engine: RecordEngine) async throws {
-        try await Self.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func aLockedSaveNeedsTheCurrentChangeTag(engine: Engine) async throws {
+        try await Self.withRecordZone(engine) { store in
             let created = try #require(F.saved(try await store.modify([F.operation(.create, "a", fields: ["n": 1])])).first ?? nil)
             let updated = try #require(
                 F.saved(try await store.modify([F.operation(.update, "a", tag: created.changeTag, fields: ["n": 2])])).first
@@ -59,9 +60,9 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func createUpdateAndDeleteRefuseWhatTheyCannotApply(engine: RecordEngine) async throws {
-        try await Self.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func createUpdateAndDeleteRefuseWhatTheyCannotApply(engine: Engine) async throws {
+        try await Self.withRecordZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a")])
             let outcome = try await store.modify([
                 F.operation(.create, "a"), F.operation(.update, "missing", tag: "1"), F.operation(.forceDelete, "gone"),
@@ -74,9 +75,9 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func anAtomicBatchWritesAllOrNothing(engine: RecordEngine) async throws {
-        try await Self.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func anAtomicBatchWritesAllOrNothing(engine: Engine) async throws {
+        try await Self.withRecordZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a")])
             let before = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice)
             let failed = try await store.modify([F.operation(.create, "b"), F.operation(.create, "a")], atomic: true)
@@ -92,9 +93,9 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func writesAreStampedWithThePolicysTimeCallerAndDevice(engine: RecordEngine) async throws {
-        try await Self.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func writesAreStampedWithThePolicysTimeCallerAndDevice(engine: Engine) async throws {
+        try await Self.withRecordZone(engine) { store in
             let created = try #require(
                 F.saved(try await store.modify([F.operation(.create, "a")], now: F.past)).first ?? nil)
             #expect(created.created == RecordStamp(timestamp: F.past, userRecordName: "_alice", deviceID: "phone"))
@@ -107,9 +108,9 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func aDeletionLeavesATombstoneInTheFeedAndNothingToLookUp(engine: RecordEngine) async throws {
-        try await Self.withZone(engine) { store in
+    @Test(arguments: Engine.withMemory)
+    func aDeletionLeavesATombstoneInTheFeedAndNothingToLookUp(engine: Engine) async throws {
+        try await Self.withRecordZone(engine) { store in
             _ = try await store.modify([F.operation(.create, "a", fields: ["n": 1]), F.operation(.create, "b")])
             let token = try await store.recordChanges(zone: "Z", since: nil, limit: 10, in: F.alice).syncToken
             let deleted = try await store.modify([F.operation(.forceDelete, "a")], now: F.past + 5_000)
@@ -133,9 +134,9 @@ struct RecordStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func eachUsersDatabaseIsItsOwn(engine: RecordEngine) async throws {
-        try await engine.withStore { store in
+    @Test(arguments: Engine.withMemory)
+    func eachUsersDatabaseIsItsOwn(engine: Engine) async throws {
+        try await engine.withRecordStore { store in
             _ = try await store.modify([F.operation(.create, "a")], zone: "_defaultZone")
             #expect(try await store.lookupRecords(["a"], zone: "_defaultZone", in: F.bob) == [nil])
             _ = try await store.modify([F.operation(.create, "a")], zone: "_defaultZone", in: F.bob)

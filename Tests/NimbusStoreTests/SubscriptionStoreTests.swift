@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Subscriptions through the storage protocol: saved, replaced, listed, looked up, deleted.
@@ -13,8 +14,8 @@ struct SubscriptionStoreTests {
         SubscriptionDefinition(subscriptionID: id, kind: .zone(zoneName: zone, recordType: type))
     }
 
-    @Test(arguments: StoreEngine.available)
-    func subscriptionsAreStoredListedAndLookedUp(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func subscriptionsAreStoredListedAndLookedUp(engine: Engine) async throws {
         try await engine.withStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             let everything = SubscriptionDefinition(subscriptionID: "b-all", kind: .database)
@@ -37,8 +38,8 @@ struct SubscriptionStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aSubscriptionThatCannotBeSavedFailsAlone(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func aSubscriptionThatCannotBeSavedFailsAlone(engine: Engine) async throws {
         try await engine.withStore { store in
             let results = try await store.modifySubscriptions(
                 [.save(Self.zone("z", "nope")), .save(Self.zone("d", "_defaultZone")), .save(Self.zone("d", "_defaultZone"))],
@@ -54,8 +55,8 @@ struct SubscriptionStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func inThePublicDatabaseEachUserHasTheirOwnSubscriptions(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func inThePublicDatabaseEachUserHasTheirOwnSubscriptions(engine: Engine) async throws {
         try await engine.withStore { store in
             let alices = Self.zone("same-id", "_defaultZone", type: "Item")
             let bobs = Self.zone("same-id", "_defaultZone", type: "Note")
@@ -69,8 +70,8 @@ struct SubscriptionStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available)
-    func aWriteNotifiesTheSubscribedUserButNotTheDeviceThatMadeIt(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func aWriteNotifiesTheSubscribedUserButNotTheDeviceThatMadeIt(engine: Engine) async throws {
         try await RecordStoreTests.withZone(engine) { store in
             _ = try await store.modifySubscriptions([.save(Self.zone("z", "Z"))], owner: "_alice", in: F.alice)
             let outcome = try await store.modify([F.operation(.create, "a")])

@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The spans of traced changes through the storage protocol, on every engine: a trace's spans
@@ -19,8 +20,8 @@ struct TraceStoreTests {
             attributes: ["zone": "Notes", "odd \"key\"": "a\nb"], recordNames: records)
     }
 
-    @Test(arguments: StoreEngine.available)
-    func spansComeBackInTimeOrderAndByRecord(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func spansComeBackInTimeOrderAndByRecord(engine: Engine) async throws {
         try await engine.withStore { store in
             try await store.appendTraceSpans([
                 Self.span("0000000000000002", name: "commit", start: 2_000, records: ["n1", "n2"]),
@@ -49,8 +50,8 @@ struct TraceStoreTests {
     /// A request and its commit written in one batch (the SQLite store keeps them in one row)
     /// come back as the two spans they were; record names are found exactly, whatever their
     /// case or punctuation.
-    @Test(arguments: StoreEngine.available)
-    func aRequestAndItsCommitComeBackAsTwoSpansAndNamesMatchExactly(engine: StoreEngine) async throws {
+    @Test(arguments: Engine.available)
+    func aRequestAndItsCommitComeBackAsTwoSpansAndNamesMatchExactly(engine: Engine) async throws {
         try await engine.withStore { store in
             let request = TraceSpan(
                 traceID: Self.trace, spanID: "00000000000000a1", parentSpanID: "00000000000000c0", name: "records/modify",

@@ -1,6 +1,7 @@
 import Foundation
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The usage counter each engine keeps (``UsageStore``): changed in the transaction of every
@@ -46,7 +47,7 @@ struct UsageStoreTests {
     /// attachments (by receipt and by checksum), atomic failures, refused quotas and the
     /// asset collector, drawn from a seeded generator: after each, the counter equals a
     /// recount.
-    @Test(arguments: StoreEngine.available) func theCounterEqualsARecountAfterARandomMixOfWrites(engine: StoreEngine)
+    @Test(arguments: Engine.available) func theCounterEqualsARecountAfterARandomMixOfWrites(engine: Engine)
         async throws
     {
         try await engine.withStore { store in
@@ -126,7 +127,7 @@ struct UsageStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available) func overQuotaNothingIsWrittenAndADeleteFreesAtOnce(engine: StoreEngine)
+    @Test(arguments: Engine.available) func overQuotaNothingIsWrittenAndADeleteFreesAtOnce(engine: Engine)
         async throws
     {
         try await engine.withStore { store in
@@ -176,7 +177,7 @@ struct UsageStoreTests {
 
     /// A child saved bigger in the request that deletes its `DELETE_SELF` parent is then
     /// tombstoned by the cascade: what it held before the request is freed, once.
-    @Test(arguments: StoreEngine.available) func aRecordSavedAndCascadedInOneRequestIsFreedOnce(engine: StoreEngine)
+    @Test(arguments: Engine.available) func aRecordSavedAndCascadedInOneRequestIsFreedOnce(engine: Engine)
         async throws
     {
         try await engine.withStore { store in
@@ -197,7 +198,7 @@ struct UsageStoreTests {
         }
     }
 
-    @Test(arguments: StoreEngine.available) func eachDatabaseCountsAnAssetOnceAndOnItsOwn(engine: StoreEngine)
+    @Test(arguments: Engine.available) func eachDatabaseCountsAnAssetOnceAndOnItsOwn(engine: Engine)
         async throws
     {
         try await engine.withStore { store in

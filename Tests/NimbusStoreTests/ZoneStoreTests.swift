@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Zones through the storage protocol: creation, deletion, incarnations, and the two zone feeds.
@@ -7,9 +8,9 @@ import Testing
 struct ZoneStoreTests {
     typealias F = Fixture
 
-    @Test(arguments: RecordEngine.available)
-    func aDatabaseNeverWrittenHasOnlyTheDefaultZone(engine: RecordEngine) async throws {
-        try await engine.withStore { store async throws in
+    @Test(arguments: Engine.withMemory)
+    func aDatabaseNeverWrittenHasOnlyTheDefaultZone(engine: Engine) async throws {
+        try await engine.withRecordStore { store async throws in
             #expect(try await store.listZones(in: F.alice) == [.defaultZone])
             #expect(try await store.lookupZones(["_defaultZone", "Z"], in: F.alice) == [.defaultZone, nil])
             #expect(await F.errorCode { _ = try await store.lookupRecords(["a"], zone: "Z", in: F.alice) } == .zoneNotFound)
@@ -17,9 +18,9 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func savingAnExistingZoneChangesNothingAndBadDeletionsFailAlone(engine: RecordEngine) async throws {
-        try await engine.withStore { store in
+    @Test(arguments: Engine.withMemory)
+    func savingAnExistingZoneChangesNothingAndBadDeletionsFailAlone(engine: Engine) async throws {
+        try await engine.withRecordStore { store in
             let first = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             guard case .saved(let created) = first.first else {
                 Issue.record("the zone was not created: \(first)")
@@ -39,9 +40,9 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func aRecreatedZoneIsANewIncarnationWithoutTheOldRecords(engine: RecordEngine) async throws {
-        try await engine.withStore { store in
+    @Test(arguments: Engine.withMemory)
+    func aRecreatedZoneIsANewIncarnationWithoutTheOldRecords(engine: Engine) async throws {
+        try await engine.withRecordStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             let first = try #require(try await store.lookupZones(["Z"], in: F.alice).first ?? nil)
             _ = try await store.modify([F.operation(.create, "a", fields: ["n": 1])])
@@ -70,9 +71,9 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func zoneFeedsReportCreationsDeletionsAndChangedZones(engine: RecordEngine) async throws {
-        try await engine.withStore { store in
+    @Test(arguments: Engine.withMemory)
+    func zoneFeedsReportCreationsDeletionsAndChangedZones(engine: Engine) async throws {
+        try await engine.withRecordStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Y"), .create(zoneName: "Z")], in: F.alice)
             let meta = try await store.zoneMetaChanges(since: nil, limit: 10, in: F.alice)
             #expect(Set(meta.zones.map(\.zoneName)).isSuperset(of: ["Y", "Z"]))
@@ -99,9 +100,9 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func zoneFeedsPage(engine: RecordEngine) async throws {
-        try await engine.withStore { store in
+    @Test(arguments: Engine.withMemory)
+    func zoneFeedsPage(engine: Engine) async throws {
+        try await engine.withRecordStore { store in
             let names = (0..<5).map { "Z\($0)" }
             _ = try await store.modifyZones(names.map { .create(zoneName: $0) }, in: F.alice)
             var seen: [String] = []
@@ -120,9 +121,9 @@ struct ZoneStoreTests {
         }
     }
 
-    @Test(arguments: RecordEngine.available)
-    func eachDatabaseHasItsOwnZones(engine: RecordEngine) async throws {
-        try await engine.withStore { store in
+    @Test(arguments: Engine.withMemory)
+    func eachDatabaseHasItsOwnZones(engine: Engine) async throws {
+        try await engine.withRecordStore { store in
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             #expect(try await store.lookupZones(["Z"], in: F.bob) == [nil])
             let aliceToken = try await store.databaseChanges(since: nil, limit: 10, in: F.alice).syncToken

@@ -4,6 +4,7 @@ import Nimbus
 import NimbusProtocol
 import NimbusServer
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 /// Assets through the sync engine against a real server: records first, bytes lazily;

@@ -3,6 +3,7 @@ import Nimbus
 import NimbusProtocol
 import NimbusServer
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 /// Random schedules of edits on several devices, with dropped and delayed pushes (fetches

@@ -105,8 +105,9 @@ struct SharedZoneSyncTests {
         configuration.syncsSharedDatabase = true
         let service = ScriptedSharedService()
         let engine = SyncEngine(
-            service: service, store: try LocalStore(path: directory + "/local.sqlite"), configuration: configuration,
-            clock: SyncClock(sleep: { _ in await Task.yield() }))
+            service: service,
+            store: try LocalStore(path: directory + "/local.sqlite", clock: SyncClock(sleep: { _ in await Task.yield() })),
+            configuration: configuration)
         try await body(engine, service)
     }
 

@@ -4,6 +4,7 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 @Suite("Sync engine against a real server")

@@ -1,6 +1,7 @@
 import Foundation
 import Nimbus
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 @testable import NimbusSync

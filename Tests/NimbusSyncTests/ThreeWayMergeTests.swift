@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 @Suite("Three-way merge")

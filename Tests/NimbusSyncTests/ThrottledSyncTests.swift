@@ -34,8 +34,7 @@ import Testing
             func engine(_ device: String) throws -> SyncEngine {
                 SyncEngine(
                     service: DatabaseSyncService(database: harness.container(device: device).privateCloudDatabase),
-                    store: try LocalStore(path: harness.storePath(device)), configuration: Self.configuration,
-                    clock: clock)
+                    store: try LocalStore(path: harness.storePath(device), clock: clock), configuration: Self.configuration)
             }
             let a = try engine("A")
             try await a.start()

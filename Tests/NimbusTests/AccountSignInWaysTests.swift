@@ -6,6 +6,7 @@ import Nimbus
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The SDK's other two ways in, end to end against a real server: an identity provider's ID

@@ -3,6 +3,7 @@ import Foundation
 import Nimbus
 import struct NimbusProtocol.SplitMix64
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// Assets through the SDK against a real server: saved in one call (tokens, upload, modify),

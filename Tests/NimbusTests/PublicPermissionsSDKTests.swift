@@ -3,6 +3,7 @@ import Foundation
 import Nimbus
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The public database's per-record-type permissions through the SDK: users get

@@ -2,12 +2,23 @@ import Foundation
 import Nimbus
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Subscriptions, the push channel and the notification collection against a real server.
 @Suite("Push against a real server")
 struct PushIntegrationTests {
     let readingList = ZoneID(zoneName: "ReadingList")
+
+    /// Ana's phone and another device of hers (`other`), with the reading list zone and a
+    /// subscription to it saved from the phone.
+    func anaWithReadingList(_ server: LiveServer, other: String) async throws -> (phone: Container, other: Container) {
+        let phone = try await server.container(user: "ana", device: "phone")
+        let second = try await server.container(user: "ana", device: other)
+        try await phone.privateCloudDatabase.save(RecordZone(zoneID: readingList))
+        try await phone.privateCloudDatabase.save(Subscription(id: "reading-list", kind: .recordZone(readingList)))
+        return (phone, second)
+    }
 
     @Test func subscriptionsSaveListLookUpAndDelete() async throws {
         try await LiveServer.with { server in
@@ -49,10 +60,7 @@ struct PushIntegrationTests {
 
     @Test func aChangeIsPushedToTheUsersOtherDeviceAndNotBackToItsOrigin() async throws {
         try await LiveServer.with { server in
-            let phone = try await server.container(user: "ana", device: "phone")
-            let laptop = try await server.container(user: "ana", device: "laptop")
-            try await phone.privateCloudDatabase.save(RecordZone(zoneID: readingList))
-            try await phone.privateCloudDatabase.save(Subscription(id: "reading-list", kind: .recordZone(readingList)))
+            let (phone, laptop) = try await anaWithReadingList(server, other: "laptop")
 
             let phonePushes = PushRecorder(PushClient(container: phone))
             let laptopPushes = PushRecorder(PushClient(container: laptop))
@@ -91,11 +99,8 @@ struct PushIntegrationTests {
 
     @Test func theNotificationCollectionCarriesWhatAnOfflineDeviceMissedAndReadMarks() async throws {
         try await LiveServer.with { server in
-            let phone = try await server.container(user: "ana", device: "phone")
-            let tablet = try await server.container(user: "ana", device: "tablet")
+            let (phone, tablet) = try await anaWithReadingList(server, other: "tablet")
             let database = phone.privateCloudDatabase
-            try await database.save(RecordZone(zoneID: readingList))
-            try await database.save(Subscription(id: "reading-list", kind: .recordZone(readingList)))
             let start = try await tablet.notificationChanges(since: nil)
             #expect(start.notifications.isEmpty)
 
@@ -121,10 +126,7 @@ struct PushIntegrationTests {
 
     @Test func aDeviceThatWasOfflineGetsOneCoalescedPushWhenItConnects() async throws {
         try await LiveServer.with { server in
-            let phone = try await server.container(user: "ana", device: "phone")
-            let tablet = try await server.container(user: "ana", device: "tablet")
-            try await phone.privateCloudDatabase.save(RecordZone(zoneID: readingList))
-            try await phone.privateCloudDatabase.save(Subscription(id: "reading-list", kind: .recordZone(readingList)))
+            let (phone, tablet) = try await anaWithReadingList(server, other: "tablet")
 
             // The tablet is online once, so the server knows it, then goes away.
             let once = PushRecorder(PushClient(container: tablet))
@@ -159,37 +161,24 @@ struct PushIntegrationTests {
     }
 
     @Test func theClientReconnectsWhenTheServerComesBack() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sdk-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let first = try await LiveServer.start(directory: directory)
-        let apiToken = try await first.store.createContainer(LiveServer.containerID).token
-        func container(_ device: String) async throws -> Container {
-            let user = try await first.store.createUser(
-                name: "ana", email: nil, firstName: nil, lastName: nil, container: LiveServer.containerID)
-            return Container(
-                identifier: LiveServer.containerID, baseURL: URL(string: first.baseURL)!,
-                credentials: .apiToken(apiToken, webAuthToken: user.token), deviceID: device)
+        try await LiveServer.with { live in
+            let (phone, laptop) = try await anaWithReadingList(live, other: "laptop")
+
+            let pushes = PushRecorder(PushClient(container: phone))
+            defer { pushes.stop() }
+            try await pushes.wait(for: 1, "connected")
+
+            try await withTimeout("the server to stop") { try await live.harness.stopServer() }
+            try await pushes.wait(for: 1, "down")
+
+            try await live.harness.restart()  // the same storage on the same port
+            try await pushes.wait(for: 2, "connected")
+            var record = Record(recordType: "Bookmark", recordID: Record.ID(recordName: "after", zoneID: readingList))
+            record["title"] = "after the restart"
+            try await laptop.privateCloudDatabase.save(record)
+            try await pushes.wait(for: 1, "push")
+            #expect(pushes.notifications.last?.recordZoneID?.zoneName == "ReadingList")
+            pushes.stop()
         }
-        let phone = try await container("phone")
-        let laptop = try await container("laptop")
-        try await laptop.privateCloudDatabase.save(RecordZone(zoneID: readingList))
-        try await laptop.privateCloudDatabase.save(Subscription(id: "reading-list", kind: .recordZone(readingList)))
-
-        let pushes = PushRecorder(PushClient(container: phone))
-        defer { pushes.stop() }
-        try await pushes.wait(for: 1, "connected")
-
-        try await withTimeout("the server to stop") { try await first.stop() }
-        try await pushes.wait(for: 1, "down")
-
-        let second = try await LiveServer.start(directory: directory, port: first.port)
-        try await pushes.wait(for: 2, "connected")
-        var record = Record(recordType: "Bookmark", recordID: Record.ID(recordName: "after", zoneID: readingList))
-        record["title"] = "after the restart"
-        try await laptop.privateCloudDatabase.save(record)
-        try await pushes.wait(for: 1, "push")
-        #expect(pushes.notifications.last?.recordZoneID?.zoneName == "ReadingList")
-        pushes.stop()
-        try await second.stop()
     }
 }

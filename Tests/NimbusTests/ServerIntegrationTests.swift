@@ -3,6 +3,7 @@ import Foundation
 import Nimbus
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// The SDK against a real Nimbus server, in process, over HTTP on loopback.

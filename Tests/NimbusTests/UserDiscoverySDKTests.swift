@@ -3,6 +3,7 @@ import Foundation
 import Nimbus
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Discovering users and the user record, through the SDK against a real server.

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusServer
+import NimbusTestSupport
 import ReadingList
 import Testing
 

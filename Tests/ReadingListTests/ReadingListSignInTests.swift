@@ -2,6 +2,7 @@ import Foundation
 import NimbusServer
 import NimbusStore
 import NimbusSync
+import NimbusTestSupport
 import ReadingList
 import Testing
 

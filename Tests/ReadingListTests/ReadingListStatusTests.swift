@@ -1,6 +1,7 @@
 import Foundation
 import NimbusServer
 import NimbusSync
+import NimbusTestSupport
 import ReadingList
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import Nimbus
 import NimbusServer
 import NimbusSync
+import NimbusTestSupport
 import ReadingList
 import Testing
 

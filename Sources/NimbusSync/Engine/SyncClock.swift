@@ -1,8 +1,12 @@
 import Foundation
 
-/// How the engine waits, reads the time and draws random numbers: between retries of a
-/// failed request (the server's `retryAfter`, or backoff with jitter), and for the times
-/// ``SyncDiagnostics`` reports. Tests inject one that waits for nothing.
+/// The device's one clock: how the sync side waits, reads the time and draws random numbers.
+///
+/// Give it to the store (``LocalStore/init(path:clock:)``); the store stamps the outbox, the
+/// conflict log and the quarantine with its time, and every ``SyncEngine`` over the store
+/// uses it between retries of a failed request (the server's `retryAfter`, or backoff with
+/// jitter) and for the times ``SyncDiagnostics`` reports. Tests inject one that waits for
+/// nothing, or whose time they move.
 public struct SyncClock: Sendable {
     /// Waits; must throw when the task is cancelled.
     public var sleep: @Sendable (Duration) async throws -> Void

@@ -55,9 +55,19 @@ public actor SyncEngine {
     /// How many `records/modify` requests the engine sent.
     public private(set) var requestsSent = 0
 
-    /// - Parameter clock: how the engine waits between retries (tests pass one that does
-    ///   not wait).
-    public init(service: any SyncService, store: LocalStore, configuration: SyncConfiguration, clock: SyncClock = .system) {
+    /// An engine over `store`, on the store's clock (``LocalStore/clock``): how it waits
+    /// between retries, draws their jitter and reads the time.
+    public init(service: any SyncService, store: LocalStore, configuration: SyncConfiguration) {
+        self.init(service: service, store: store, configuration: configuration, ownClock: store.clock)
+    }
+
+    /// An engine whose clock is not its store's.
+    @available(*, deprecated, message: "the engine reads its store's clock: pass it to LocalStore(path:clock:)")
+    public init(service: any SyncService, store: LocalStore, configuration: SyncConfiguration, clock: SyncClock) {
+        self.init(service: service, store: store, configuration: configuration, ownClock: clock)
+    }
+
+    private init(service: any SyncService, store: LocalStore, configuration: SyncConfiguration, ownClock clock: SyncClock) {
         self.service = service
         self.store = store
         self.configuration = configuration

@@ -14,24 +14,35 @@ public final class LocalStore: Sendable {
     let pool: DatabasePool
     /// The store's file.
     let path: String
-    /// The wall clock, for the outbox's order, the conflict log and the quarantine.
-    let now: @Sendable () -> Date
+    /// The device's one clock: the store stamps the outbox, the conflict log and the
+    /// quarantine with its time, and every ``SyncEngine`` over the store waits, draws jitter
+    /// and reads the time through it.
+    public let clock: SyncClock
+    /// The time now, on ``clock``.
+    var now: @Sendable () -> Date { clock.now }
     /// Subscribers of ``changes()``.
     let subscribers = NIOLockedValueBox<[UUID: AsyncStream<Set<LocalRecordID>>.Continuation]>([:])
     /// Told of the changes each committed transaction gave up on (the engines over this store).
     let giveUpObservers = NIOLockedValueBox<[UUID: @Sendable ([GivenUpChange]) -> Void]>([:])
 
-    /// Opens (or creates) the store at `path`; `now` is the clock it stamps outbox entries,
-    /// conflicts and quarantined records with.
-    public init(path: String, now: @escaping @Sendable () -> Date = { Date() }) throws {
+    /// Opens (or creates) the store at `path`.
+    /// - Parameter clock: the device's clock, for the store and the engines over it (tests
+    ///   pass one that does not wait, or whose time they move).
+    public init(path: String, clock: SyncClock = .system) throws {
         self.path = path
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         pool = try DatabasePool(path: path, configuration: configuration)
-        self.now = now
+        self.clock = clock
         try Self.migrator.migrate(pool)
+    }
+
+    /// Opens (or creates) the store at `path`, stamping with `now`.
+    @available(*, deprecated, message: "pass the device's one clock: LocalStore(path:clock:) with SyncClock(sleep:now:)")
+    public convenience init(path: String, now: @escaping @Sendable () -> Date) throws {
+        try self.init(path: path, clock: SyncClock(sleep: SyncClock.system.sleep, now: now))
     }
 
     // The tables are rowid tables (not WITHOUT ROWID) so that GRDB's ValueObservation and

@@ -1,46 +1,30 @@
 import Foundation
 import Logging
 import NimbusCloudKit
-import NimbusEngines
 import NimbusServer
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 
-/// A real Nimbus server on an ephemeral loopback port over a fresh SQLite directory, with one
-/// container provisioned, and CloudKit containers signed in to it.
-final class CloudKitServer: Sendable {
+/// A real Nimbus server on an ephemeral loopback port over fresh storage, with one container
+/// provisioned (the shared ``ServerHarness``), and CloudKit containers signed in to it.
+final class CloudKitServer: ServerHarnessLayer {
     static let containerID = "iCloud.com.example.cloudkit"
 
-    let server: RunningServer
-    let apiToken: String
+    let harness: ServerHarness
 
-    private init(server: RunningServer, apiToken: String) {
-        self.server = server
-        self.apiToken = apiToken
+    private init(harness: ServerHarness) {
+        self.harness = harness
     }
 
-    /// Runs `body` against a fresh server on `engine`, then stops it and removes its data.
+    /// Runs `body` against a fresh server on `engine`, then stops it and removes its data,
+    /// also when `body` throws.
     static func with<T: Sendable>(
         engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (CloudKitServer) async throws -> T
     ) async throws -> T {
-        var logger = Logger(label: "nimbus-cloudkit-test")
-        logger.logLevel = .critical
-        var configuration = ServerConfiguration(port: 0, dataDirectory: "")
-        configuration.storage = engine.freshStorage()
-        configure(&configuration)
-        let server = try await RunningServer.start(configuration, logger: logger)
-        do {
-            let live = CloudKitServer(
-                server: server, apiToken: try await server.store.createContainer(containerID).token)
-            let result = try await body(live)
-            try await server.stop()
-            try? await configuration.storage.removeAll(logger: logger)
-            return result
-        } catch {
-            try? await server.stop()
-            try? await configuration.storage.removeAll(logger: logger)
-            throw error
+        try await ServerHarness.with(engine, container: containerID, configure: configure) {
+            try await body(CloudKitServer(harness: $0))
         }
     }
 

@@ -4,52 +4,39 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NimbusDashboard
-import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 
 /// A real server with the dashboard on an ephemeral port over fresh storage, one container
 /// and one operator (`ops` / `correct horse`), and a browser-like client that keeps cookies
 /// and does not follow redirects.
-struct DashboardServer: Sendable {
+struct DashboardServer: ServerHarnessLayer {
     static let container = "iCloud.com.example.dashboard"
     static let operatorName = "ops"
     static let password = "correct horse"
 
-    let server: RunningServer
-    let storage: StorageLocation
-    let apiToken: String
+    let harness: ServerHarness
 
-    static var quietLogger: Logger {
-        var logger = Logger(label: "nimbus-dashboard-test")
-        logger.logLevel = .critical
-        return logger
-    }
+    static var quietLogger: Logger { Engine.quietLogger }
 
-    /// Runs `body` against a fresh server; stops it and removes its files whatever happens.
+    /// Runs `body` against a fresh server (the shared ``ServerHarness`` with the dashboard's
+    /// routes and the operator); stops it and removes its storage whatever happens.
     static func with<T>(_ engine: Engine = .sqlite, _ body: (DashboardServer, Browser) async throws -> T) async throws -> T {
-        var configuration = ServerConfiguration(port: 0)
-        configuration.storage = engine.freshStorage()
-        configuration.signIn.passwordCost = 10
-        configuration.routeExtensions = [Dashboard()]
-        let server = try await RunningServer.start(configuration, logger: quietLogger)
-        let browser = Browser(baseURL: server.baseURL)
-        do {
-            let token = try await server.store.createContainer(container)
+        try await ServerHarness.with(
+            engine, container: container,
+            configure: {
+                $0.signIn.passwordCost = 10
+                $0.routeExtensions = [Dashboard()]
+            }
+        ) { harness in
             let hash = try await PasswordHasher(cost: 10).hash(password)
-            try await server.store.createOperator(name: operatorName, passwordHash: hash, now: 0)
-            let result = try await body(
-                DashboardServer(server: server, storage: configuration.storage, apiToken: token.token), browser)
-            try await browser.close()
-            try await server.stop()
-            try await configuration.storage.removeAll(logger: quietLogger)
-            return result
-        } catch {
-            try? await browser.close()
-            try? await server.stop()
-            try? await configuration.storage.removeAll(logger: quietLogger)
-            throw error
+            try await harness.server.store.createOperator(name: operatorName, passwordHash: hash, now: 0)
+            let browser = Browser(baseURL: harness.baseURL)
+            return try await scoped { try await body(DashboardServer(harness: harness), browser) } cleanup: {
+                try await browser.close()
+            }
         }
     }
 

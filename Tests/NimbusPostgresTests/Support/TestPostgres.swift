@@ -3,6 +3,7 @@ import Logging
 import NimbusProtocol
 import NimbusSQLite
 import NimbusStore
+import NimbusTestSupport
 import PostgresNIO
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 /// skipped: start a throwaway PostgreSQL as in `.ci/run` and set
 /// `NIMBUS_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:PORT/postgres`.
 enum TestPostgres {
-    static let url = ProcessInfo.processInfo.environment["NIMBUS_TEST_POSTGRES_URL"]
+    static var url: String? { Engine.postgresURL }
 
     static var isConfigured: Bool { url != nil }
 

@@ -1,6 +1,7 @@
 import Foundation
 import NimbusProtocol
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `ENCRYPTED_BYTES` (docs/ENCRYPTION.md): the server stores and returns the envelope as

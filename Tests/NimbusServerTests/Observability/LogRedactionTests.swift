@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import NIOCore
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// No tokens, passwords or record contents in the server's logs, at any level.

@@ -3,6 +3,7 @@ import NIOHTTP1
 import NimbusStore
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// `/metrics` scraped after known requests: each counter grows by exactly what was done.

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// `X-Request-ID` on every response, the error body's `uuid`, and the `request_id` of log lines.

@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// The absolute URLs in answers (`webcourierURL`, asset upload and download URLs, a share's

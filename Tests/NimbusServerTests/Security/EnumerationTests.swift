@@ -1,5 +1,6 @@
 import Foundation
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// Answers an attacker can reach without an account never tell whether an address, a share

@@ -1,6 +1,7 @@
 import Foundation
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// The links in sign-in mail never follow a host a client names (docs/SECURITY.md): a

@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// The headers a client (or a proxy it fakes) can send to choose the host and scheme of the

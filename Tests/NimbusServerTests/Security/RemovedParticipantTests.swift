@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// The owner sees every participant, removed ones as REMOVED (as CloudKit shows them); a

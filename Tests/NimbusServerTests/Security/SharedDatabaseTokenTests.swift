@@ -1,6 +1,7 @@
 import Foundation
 import NimbusProtocol
 import NimbusServer
+import NimbusTestSupport
 import Testing
 
 /// The shared database's `changes/database` token is signed and bound to its user like every

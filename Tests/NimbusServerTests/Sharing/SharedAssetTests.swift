@@ -2,6 +2,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Assets in shared zones: a read-write participant uploads a file to the owner's zone,

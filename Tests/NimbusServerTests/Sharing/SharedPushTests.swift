@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// Subscriptions of the `shared` database: a database subscription fires when a shared

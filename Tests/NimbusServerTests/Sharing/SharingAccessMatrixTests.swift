@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// Every operation of the `shared` database for every kind of user around a share: reads

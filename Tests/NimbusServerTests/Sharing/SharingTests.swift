@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// Sharing a zone or a record hierarchy between users, through CloudKit Web Services'

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOWebSocket
 import NimbusProtocol
+import NimbusTestSupport
 import WSClient
 
 /// A device on the push channel: a real WebSocket client (swift-websocket) connected to

@@ -6,6 +6,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 
 /// A mail sender that keeps what it is given, for tests to read the codes.
 final class MailOutbox: MailSender {

@@ -1,6 +1,7 @@
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 
 extension TestClient {
     /// The same user on another device.

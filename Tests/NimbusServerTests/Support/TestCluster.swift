@@ -3,6 +3,7 @@ import Logging
 import NimbusEngines
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 
 /// Several real server nodes on one fresh PostgreSQL schema, each on its own ephemeral port,
 /// as they would run behind a load balancer.
@@ -19,7 +20,7 @@ final class TestCluster: Sendable {
 
     /// Runs `body` against `count` fresh nodes, then stops them and drops their schema.
     static func with<T>(nodes count: Int, _ body: (TestCluster) async throws -> T) async throws -> T {
-        let storage = Engine.postgres.freshStorage()
+        let storage = try Engine.postgres.freshStorage()
         var nodes: [RunningServer] = []
         do {
             for _ in 0..<count {

@@ -3,79 +3,51 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
-import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 
 /// A real Nimbus server on an ephemeral port over fresh storage (a new SQLite file, or a new
 /// PostgreSQL schema), with one container provisioned, for tests that drive the HTTP API as
-/// clients do.
-final class TestServer: Sendable {
+/// clients do: the shared ``ServerHarness`` with this suite's container and clients.
+final class TestServer: ServerHarnessLayer {
     static let container = "iCloud.com.example.tests"
 
     /// A logger for servers and stores under test: only what would be a crash.
-    static let quietLogger: Logger = {
-        var logger = Logger(label: "nimbus-test")
-        logger.logLevel = .critical
-        return logger
-    }()
+    static var quietLogger: Logger { Engine.quietLogger }
 
-    let server: RunningServer
-    /// Where the server keeps its data; open it again to act as another process would.
-    let storage: StorageLocation
-    let apiToken: String
+    let harness: ServerHarness
 
-    private init(server: RunningServer, storage: StorageLocation, apiToken: String) {
-        self.server = server
-        self.storage = storage
-        self.apiToken = apiToken
+    private init(harness: ServerHarness) {
+        self.harness = harness
     }
 
+    /// Starts a server (see ``ServerHarness/start(_:container:configure:logger:delivery:)``);
+    /// the caller stops it.
     static func start(
         _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
-        logger: Logger = quietLogger, delivery: @Sendable (PushHub) -> any PushDelivery = { $0 }
+        logger: Logger = quietLogger, delivery: @escaping @Sendable (PushHub) -> any PushDelivery = { $0 }
     ) async throws -> TestServer {
-        var configuration = ServerConfiguration(port: 0)
-        configuration.storage = engine.freshStorage()
-        // Longer than the tests' HTTP client keeps an idle connection (`HTTPClient.shared`: 60 s,
-        // the server's default too), so the client always drops it first. With the two equal, a
-        // test that left its connection idle about a minute under the full suite's load (41
-        // devices connecting) had it closed by the server as it sent a modify on it
-        // (`remoteConnectionClosed`). Tests of the idle timeout set their own.
-        configuration.connections.idleTimeout = .seconds(120)
-        configure(&configuration)
-        let server = try await RunningServer.start(configuration, logger: logger, delivery: delivery)
-        do {
-            let token = try await server.store.createContainer(container)
-            return TestServer(server: server, storage: configuration.storage, apiToken: token.token)
-        } catch {
-            try? await server.stop()
-            try? await configuration.storage.removeAll(logger: TestServer.quietLogger)
-            throw error
-        }
+        TestServer(
+            harness: try await ServerHarness.start(
+                engine, container: container, configure: configure, logger: logger, delivery: delivery))
     }
 
-    /// Runs `body` against a fresh server, then stops it and removes its files.
+    /// Runs `body` against a fresh server, then stops it and removes its storage, also when `body` throws.
     static func with<T>(
         _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
-        logger: Logger = quietLogger, delivery: @Sendable (PushHub) -> any PushDelivery = { $0 },
+        logger: Logger = quietLogger, delivery: @escaping @Sendable (PushHub) -> any PushDelivery = { $0 },
         _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let server = try await start(engine, configure: configure, logger: logger, delivery: delivery)
-        do {
-            let result = try await body(server)
-            try await server.stop()
-            return result
-        } catch {
-            try? await server.stop()
-            throw error
+        try await ServerHarness.with(engine, container: container, configure: configure, logger: logger, delivery: delivery) {
+            try await body(TestServer(harness: $0))
         }
     }
 
+    /// Stops the server and removes its storage.
     func stop() async throws {
-        try await server.stop()
-        try await storage.removeAll(logger: TestServer.quietLogger)
+        try await harness.stop()
     }
 
     /// Creates a user and returns a client signed in as them.

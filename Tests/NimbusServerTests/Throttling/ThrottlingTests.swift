@@ -4,6 +4,7 @@ import NIOHTTP1
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// Request throttling through the HTTP API: token buckets per user, per API token and per

@@ -3,6 +3,7 @@ import HTTPTypes
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `--trace-otlp-endpoint`: traced spans go to an OpenTelemetry collector as OTLP/HTTP JSON,

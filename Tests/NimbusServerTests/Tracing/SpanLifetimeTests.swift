@@ -2,6 +2,7 @@ import Foundation
 import Instrumentation
 import Logging
 import NimbusStore
+import NimbusTestSupport
 import Testing
 import Tracing
 import W3CTraceContext

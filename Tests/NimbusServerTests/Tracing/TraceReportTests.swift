@@ -2,6 +2,7 @@ import Foundation
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `traces/report` and the `traceparent` header from clients nobody here wrote: a malformed

@@ -26,8 +26,8 @@ extension SyncHarness {
     ) throws -> (SyncEngine, FaultyService) {
         let service = FaultyService(
             base: DatabaseSyncService(database: container(device: device).privateCloudDatabase), seed: 1)
-        let store = try LocalStore(path: storePath(device), now: { clock.now })
-        return (SyncEngine(service: service, store: store, configuration: configuration, clock: clock.syncClock), service)
+        let store = try LocalStore(path: storePath(device), clock: clock.syncClock)
+        return (SyncEngine(service: service, store: store, configuration: configuration), service)
     }
 }
 

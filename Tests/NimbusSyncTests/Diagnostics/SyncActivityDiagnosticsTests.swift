@@ -3,6 +3,7 @@ import Nimbus
 import NimbusProtocol
 import NimbusServer
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 /// The engine-wide and per-zone activity in ``SyncDiagnostics``: fetches and tokens,

@@ -3,6 +3,7 @@ import Nimbus
 import NimbusProtocol
 import NimbusServer
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 /// "Why didn't it sync?" on the device: ``SyncEngine/diagnostics(pendingLimit:)`` against a

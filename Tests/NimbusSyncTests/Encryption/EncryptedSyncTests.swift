@@ -6,6 +6,7 @@ import NimbusEngines
 import NimbusServer
 import NimbusStore
 import NimbusSync
+import NimbusTestSupport
 import PostgresNIO
 import Testing
 
@@ -23,19 +24,6 @@ struct EncryptedSyncTests {
         return configuration
     }
 
-    /// The storage engines: SQLite, and PostgreSQL when `NIMBUS_TEST_POSTGRES_URL` names one.
-    static var engines: [String] {
-        (ProcessInfo.processInfo.environment["NIMBUS_TEST_POSTGRES_URL"] ?? "").isEmpty ? ["sqlite"] : ["sqlite", "postgres"]
-    }
-
-    static func storage(_ engine: String, current: StorageLocation) -> StorageLocation {
-        guard engine == "postgres", let url = ProcessInfo.processInfo.environment["NIMBUS_TEST_POSTGRES_URL"] else {
-            return current
-        }
-        let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-        return .postgres(url: url, schema: "nimbus_e2e_\(id)")
-    }
-
     /// An engine of device `name` whose container holds the user's keys in its own directory.
     static func device(_ harness: SyncHarness, _ name: String) throws -> (SyncEngine, Container) {
         var container = harness.container(device: name)
@@ -43,7 +31,7 @@ struct EncryptedSyncTests {
             store: FileKeyStore(directory: URL(fileURLWithPath: "\(harness.directory)/\(name)/keys")))
         let engine = SyncEngine(
             service: DatabaseSyncService(database: container.privateCloudDatabase),
-            store: try LocalStore(path: harness.storePath(name)), configuration: configuration, clock: SyncHarness.noWaiting)
+            store: try LocalStore(path: harness.storePath(name), clock: SyncHarness.noWaiting), configuration: configuration)
         return (engine, container)
     }
 
@@ -53,31 +41,15 @@ struct EncryptedSyncTests {
             fields: ["body": .string(body), "mood": .int64(mood), "title": .string(title)])
     }
 
-    @Test(arguments: EncryptedSyncTests.engines)
-    func devicesMergeOpenedValuesAndTheServerHoldsNoPlaintext(engine: String) async throws {
+    @Test(arguments: Engine.available)
+    func devicesMergeOpenedValuesAndTheServerHoldsNoPlaintext(engine: Engine) async throws {
         let markers = ["MARKER-body-\(UUID().uuidString.prefix(8))", "MARKER-edit-\(UUID().uuidString.prefix(8))"]
-        var storage: StorageLocation?
-        do {
-            try await SyncHarness.with(configure: { configuration in
-                configuration.storage = Self.storage(engine, current: configuration.storage)
-                storage = configuration.storage
-            }) { harness in try await Self.mergeAndInspect(harness, engine: engine, markers: markers) }
-        } catch {
-            await Self.drop(storage)
-            throw error
+        try await SyncHarness.with(engine: engine) { harness in
+            try await Self.mergeAndInspect(harness, engine: engine, markers: markers)
         }
-        await Self.drop(storage)
     }
 
-    /// Removes a PostgreSQL schema this suite made (the harness removes only its own).
-    static func drop(_ storage: StorageLocation?) async {
-        guard let storage, case .postgres = storage else { return }
-        var logger = Logger(label: "e2e-test")
-        logger.logLevel = .critical
-        try? await storage.removeAll(logger: logger)
-    }
-
-    static func mergeAndInspect(_ harness: SyncHarness, engine: String, markers: [String]) async throws {
+    static func mergeAndInspect(_ harness: SyncHarness, engine: Engine, markers: [String]) async throws {
         let (a, phone) = try Self.device(harness, "A")
         let recovery = try #require(try await phone.encryption!.setUp(in: phone))
         let (b, laptop) = try Self.device(harness, "B")

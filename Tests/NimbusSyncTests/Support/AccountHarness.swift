@@ -3,6 +3,7 @@ import Nimbus
 import NimbusServer
 import NimbusStore
 import NimbusSync
+import NimbusTestSupport
 
 /// Keeps the mails the server sends, for tests to read the codes.
 actor MailBox: MailSender {
@@ -49,7 +50,7 @@ extension SyncHarness {
     func engine(_ device: String, following account: Account, configuration: SyncConfiguration) async throws -> SyncEngine {
         let engine = SyncEngine(
             service: DatabaseSyncService(database: await account.container.privateCloudDatabase),
-            store: try LocalStore(path: storePath(device)), configuration: configuration, clock: Self.noWaiting)
+            store: try LocalStore(path: storePath(device), clock: Self.noWaiting), configuration: configuration)
         try await engine.follow(account)
         return engine
     }

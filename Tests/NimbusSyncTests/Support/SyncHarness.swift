@@ -1,10 +1,10 @@
 import Foundation
 import Logging
 import Nimbus
-import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import NIOConcurrencyHelpers
 import NimbusSync
 
@@ -119,37 +119,22 @@ final class FaultyService: SyncService {
     }
 }
 
-/// A real server with one user and helpers to make devices (engines with their own stores).
-final class SyncHarness: Sendable {
+/// A real server with one user (the shared ``ServerHarness``) and helpers to make devices
+/// (engines with their own stores, in the harness's directory).
+final class SyncHarness: ServerHarnessLayer {
     static let containerID = "iCloud.com.example.sync"
-    let server: RunningServer
-    let directory: String
-    let apiToken: String
+    let harness: ServerHarness
     let webToken: String
-    let storage: StorageLocation
 
-    /// The server runs on PostgreSQL when `NIMBUS_SYNC_TEST_ENGINE=postgres` and
-    /// `NIMBUS_TEST_POSTGRES_URL` names one (a throwaway schema per harness); on SQLite otherwise.
-    static let postgresURL: String? = {
-        let environment = ProcessInfo.processInfo.environment
-        guard environment["NIMBUS_SYNC_TEST_ENGINE"] == "postgres" else { return nil }
-        return environment["NIMBUS_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
-    }()
+    /// The engine the suite's server runs on by default: PostgreSQL when
+    /// `NIMBUS_SYNC_TEST_ENGINE=postgres` and `NIMBUS_TEST_POSTGRES_URL` names one, SQLite otherwise.
+    static let defaultEngine: Engine =
+        ProcessInfo.processInfo.environment["NIMBUS_SYNC_TEST_ENGINE"] == "postgres" && Engine.postgresURL != nil
+        ? .postgres : .sqlite
 
-    init(retention: Duration = .seconds(3600), configure: (inout ServerConfiguration) -> Void = { _ in }) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sync-\(UUID().uuidString)").path
-        var logger = Logger(label: "sync-test")
-        logger.logLevel = .critical
-        var configuration = ServerConfiguration(port: 0, dataDirectory: directory + "/server", tombstoneRetention: retention)
-        if let url = Self.postgresURL {
-            let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-            configuration.storage = .postgres(url: url, schema: "nimbus_sync_\(id)")
-        }
-        configure(&configuration)
-        storage = configuration.storage
-        server = try await RunningServer.start(configuration, logger: logger)
-        apiToken = try await server.store.createContainer(Self.containerID).token
-        webToken = try await server.store.createUser(
+    private init(harness: ServerHarness) async throws {
+        self.harness = harness
+        webToken = try await harness.server.store.createUser(
             name: "reader", email: nil, firstName: nil, lastName: nil, container: Self.containerID
         ).token
     }
@@ -179,34 +164,24 @@ final class SyncHarness: Sendable {
             base: DatabaseSyncService(database: database),
             seed: seed, throttleRate: throttleRate, maxBatch: maxBatch)
         let engine = SyncEngine(
-            service: service, store: try LocalStore(path: storePath(device)), configuration: configuration,
-            clock: Self.noWaiting)
+            service: service, store: try LocalStore(path: storePath(device), clock: Self.noWaiting),
+            configuration: configuration)
         return (engine, service)
     }
 
-    /// Runs `body` with a fresh harness and always stops it (server, storage, devices' files),
-    /// whether `body` returns or throws.
+    /// Runs `body` with a fresh harness on `engine` and always stops it (server, storage,
+    /// devices' files), whether `body` returns or throws.
     static func with<T>(
-        retention: Duration = .seconds(3600), configure: (inout ServerConfiguration) -> Void = { _ in },
-        _ body: (SyncHarness) async throws -> T
+        engine: Engine = defaultEngine, retention: Duration = .seconds(3600),
+        configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (SyncHarness) async throws -> T
     ) async throws -> T {
-        let harness = try await SyncHarness(retention: retention, configure: configure)
-        do {
-            let result = try await body(harness)
-            try await harness.stop()
-            return result
-        } catch {
-            try? await harness.stop()
-            throw error
-        }
-    }
-
-    func stop() async throws {
-        try await server.stop()
-        var logger = Logger(label: "sync-test")
-        logger.logLevel = .critical
-        if Self.postgresURL != nil { try? await storage.removeAll(logger: logger) }
-        try? FileManager.default.removeItem(atPath: directory)
+        try await ServerHarness.with(
+            engine, container: containerID,
+            configure: {
+                $0.tombstoneRetention = retention
+                configure(&$0)
+            }
+        ) { try await body(try await SyncHarness(harness: $0)) }
     }
 }
 

@@ -4,6 +4,7 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 /// One change traced end to end: device A's send carries a `traceparent`, the server records the

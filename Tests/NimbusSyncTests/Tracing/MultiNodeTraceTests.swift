@@ -6,6 +6,7 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 /// Two server nodes on one PostgreSQL database: device A writes through node 1, device B is
@@ -13,20 +14,9 @@ import Testing
 /// its push hop, and either node's store shows the whole path.
 @Suite("Tracing across nodes")
 struct MultiNodeTraceTests {
-    static let postgresURL = ProcessInfo.processInfo.environment["NIMBUS_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
-
-    @Test func thePushHopIsRecordedByTheNodeThatDeliversIt() async throws {
-        guard let url = Self.postgresURL else {
-            if ProcessInfo.processInfo.environment["NIMBUS_REQUIRE_POSTGRES"] == "1" {
-                Issue.record("NIMBUS_REQUIRE_POSTGRES=1 but NIMBUS_TEST_POSTGRES_URL is not set")
-            }
-            return
-        }
-        let schema = "nimbus_trace_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
-        try await SyncHarness.with(configure: {
-            $0.storage = .postgres(url: url, schema: String(schema))
-            $0.tracing.nodeName = "node-1"
-        }) { harness in
+    @Test(.enabled(if: Engine.postgresURL != nil, Engine.postgresHowTo))
+    func thePushHopIsRecordedByTheNodeThatDeliversIt() async throws {
+        try await SyncHarness.with(engine: .postgres, configure: { $0.tracing.nodeName = "node-1" }) { harness in
             var logger = Logger(label: "node-2")
             logger.logLevel = .critical
             var second = ServerConfiguration(port: 0)
@@ -41,8 +31,8 @@ struct MultiNodeTraceTests {
                     credentials: .apiToken(harness.apiToken, webAuthToken: harness.webToken), deviceID: "B")
                 let b = SyncEngine(
                     service: DatabaseSyncService(database: bContainer.privateCloudDatabase),
-                    store: try LocalStore(path: harness.storePath("B")), configuration: configuration,
-                    clock: SyncHarness.noWaiting)
+                    store: try LocalStore(path: harness.storePath("B"), clock: SyncHarness.noWaiting),
+                    configuration: configuration)
                 try await a.start()
                 try await b.start()
                 let feed = try await PushFeed.connect(bContainer)
@@ -68,11 +58,9 @@ struct MultiNodeTraceTests {
                 await b.stopListening()
             } catch {
                 try? await node2.stop()
-                try? await harness.storage.removeAll(logger: logger)
                 throw error
             }
             try await node2.stop()
-            try? await harness.storage.removeAll(logger: logger)
         }
     }
 }

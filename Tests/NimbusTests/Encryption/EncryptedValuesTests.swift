@@ -6,6 +6,7 @@ import Nimbus
 import NimbusCrypto
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `Record.encryptedValues` end to end against a real server: sealed on the device, opaque on

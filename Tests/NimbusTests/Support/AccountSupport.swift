@@ -2,6 +2,7 @@ import Foundation
 import Nimbus
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 
 /// Keeps the mails the server sends, for tests to read the codes.
 actor MailBox: MailSender {

@@ -1,6 +1,7 @@
 import Foundation
 import Nimbus
 import NimbusProtocol
+import NimbusTestSupport
 
 /// A transport double: records every request and answers with a handler.
 final class TestTransport: Transport, Sendable {

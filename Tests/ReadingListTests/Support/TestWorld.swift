@@ -1,69 +1,40 @@
 import Foundation
 import Logging
 import Nimbus
-import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import NimbusSync
 import ReadingList
 
-/// A real server on an ephemeral port in a temporary directory, one user, and devices of
-/// that user (each its own directory, local store and sync engine).
-final class TestWorld: Sendable {
-    let directory: String
-    let server: RunningServer
+/// A real server on an ephemeral port (the shared ``ServerHarness``), one user, and devices
+/// of that user (each its own directory, local store and sync engine, in the harness's directory).
+final class TestWorld: ServerHarnessLayer {
+    let harness: ServerHarness
     let container = "iCloud.com.example.news"
-    let apiToken: String
     let webAuthToken: String
 
-    private init(directory: String, server: RunningServer, apiToken: String, webAuthToken: String) {
-        self.directory = directory
-        self.server = server
-        self.apiToken = apiToken
-        self.webAuthToken = webAuthToken
+    private init(harness: ServerHarness) async throws {
+        self.harness = harness
+        webAuthToken = try await harness.server.store.createUser(
+            name: "reader", email: nil, firstName: nil, lastName: nil, container: harness.container
+        ).token
     }
 
-    static func start(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestWorld {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("reading-list-tests-\(UUID().uuidString.prefix(8))").path
-        var logger = Logger(label: "nimbus")
-        logger.logLevel = .critical
-        var configuration = ServerConfiguration(
-            port: 0, dataDirectory: (directory as NSString).appendingPathComponent("server"))
-        configure(&configuration)
-        let server = try await RunningServer.start(configuration, logger: logger)
-        let api = try await server.store.createContainer("iCloud.com.example.news")
-        let user = try await server.store.createUser(
-            name: "reader", email: nil, firstName: nil, lastName: nil, container: "iCloud.com.example.news")
-        return TestWorld(directory: directory, server: server, apiToken: api.token, webAuthToken: user.token)
-    }
-
-    /// Runs `body` in a fresh world and always stops it (server and files), whether `body`
-    /// returns or throws.
+    /// Runs `body` in a fresh world and always stops it (server, storage and files), whether
+    /// `body` returns or throws.
     static func with<T>(
         configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestWorld) async throws -> T
     ) async throws -> T {
-        let world = try await start(configure: configure)
-        do {
-            let result = try await body(world)
-            await world.stop()
-            return result
-        } catch {
-            await world.stop()
-            throw error
+        try await ServerHarness.with(container: "iCloud.com.example.news", configure: configure) {
+            try await body(try await TestWorld(harness: $0))
         }
     }
 
-    /// Stops the server, keeping the devices' directories.
+    /// Stops the server, keeping its storage and the devices' directories.
     func stopServer() async {
-        try? await server.stop()
-    }
-
-    /// Stops the server and removes everything.
-    func stop() async {
-        try? await server.stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        try? await harness.stopServer()
     }
 
     func deviceDirectory(_ name: String) -> String {

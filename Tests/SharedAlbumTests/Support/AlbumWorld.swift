@@ -1,51 +1,28 @@
 import Foundation
 import Logging
 import Nimbus
-import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import NimbusSync
 import SharedAlbum
 
-/// A real server on an ephemeral port, users, and their album devices (each its own
-/// directory, local store, sync engine and push channel).
-final class AlbumWorld: Sendable {
-    let directory: String
-    let server: RunningServer
+/// A real server on an ephemeral port (the shared ``ServerHarness``), users, and their album
+/// devices (each its own directory, local store, sync engine and push channel, in the
+/// harness's directory).
+final class AlbumWorld: ServerHarnessLayer {
+    let harness: ServerHarness
     let container = "iCloud.com.example.album"
-    let apiToken: String
 
-    private init(directory: String, server: RunningServer, apiToken: String) {
-        self.directory = directory
-        self.server = server
-        self.apiToken = apiToken
+    private init(harness: ServerHarness) {
+        self.harness = harness
     }
 
-    /// Runs `body` in a fresh world and always stops it, whether `body` returns or throws.
+    /// Runs `body` in a fresh world and always stops it (server, storage and files), whether
+    /// `body` returns or throws.
     static func with<T>(_ body: (AlbumWorld) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("shared-album-tests-\(UUID().uuidString.prefix(8))").path
-        var logger = Logger(label: "nimbus")
-        logger.logLevel = .critical
-        let server = try await RunningServer.start(
-            ServerConfiguration(port: 0, dataDirectory: (directory as NSString).appendingPathComponent("server")),
-            logger: logger)
-        let world = AlbumWorld(
-            directory: directory, server: server, apiToken: try await server.store.createContainer("iCloud.com.example.album").token)
-        do {
-            let result = try await body(world)
-            await world.stop()
-            return result
-        } catch {
-            await world.stop()
-            throw error
-        }
-    }
-
-    func stop() async {
-        try? await server.stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        try await ServerHarness.with(container: "iCloud.com.example.album") { try await body(AlbumWorld(harness: $0)) }
     }
 
     /// A new user's web auth token.

@@ -1,66 +1,11 @@
 import Foundation
-import Logging
-import NimbusPostgres
 import NimbusProtocol
-import NimbusSQLite
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
-/// The engines the store's own behaviour tests run on: every `@Test(arguments:
-/// StoreEngine.available)` drives one engine through the ``NimbusStorage`` protocol, without
-/// HTTP, so both engines meet the same expectations.
-///
-/// PostgreSQL cases run when `NIMBUS_TEST_POSTGRES_URL` names a server (`.ci/run` starts a
-/// throwaway one); each test gets a fresh schema, dropped afterwards.
-enum StoreEngine: String, Sendable, CaseIterable, CustomTestStringConvertible {
-    case sqlite
-    case postgres
-
-    static let postgresURL: String? = ProcessInfo.processInfo.environment["NIMBUS_TEST_POSTGRES_URL"].flatMap {
-        $0.isEmpty ? nil : $0
-    }
-
-    /// The engines this run can reach.
-    static var available: [StoreEngine] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgres] }
-
-    var testDescription: String { rawValue }
-
-    static let logger: Logger = {
-        var logger = Logger(label: "nimbus-store-tests")
-        logger.logLevel = .critical
-        return logger
-    }()
-
-    /// Opens fresh, empty storage of this engine whose clock is `clock`, runs `body` with it,
-    /// then closes it and removes its data, also when `body` throws.
-    func withStore<T>(clock: WallClock = .system, _ body: (any NimbusStorage) async throws -> T) async throws -> T {
-        let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let store: any NimbusStorage
-        let remove: () async throws -> Void
-        switch self {
-        case .sqlite:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(id)").path
-            store = try SQLiteStore(directory: directory, clock: clock)
-            remove = { try FileManager.default.removeItem(atPath: directory) }
-        case .postgres:
-            let url = Self.postgresURL ?? ""
-            let schema = "nimbus_store_\(id.prefix(16))"
-            store = try await PostgresStore.open(
-                url: url, schema: schema, maximumConnections: 4, clock: clock, logger: Self.logger)
-            remove = { try await PostgresStore.dropSchema(schema, url: url, logger: Self.logger) }
-        }
-        do {
-            let result = try await body(store)
-            try await store.shutdown()
-            try await remove()
-            return result
-        } catch {
-            try? await store.shutdown()
-            try? await remove()
-            throw error
-        }
-    }
-}
+/// The store tests' former name for the shared ``Engine``.
+typealias StoreEngine = Engine
 
 /// Shorthands for driving a store in tests.
 enum Fixture {
