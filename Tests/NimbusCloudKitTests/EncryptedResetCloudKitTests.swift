@@ -1,6 +1,7 @@
 import Foundation
 import Nimbus
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// CKSyncEngine reports the zones an encrypted-data reset deleted with the reason

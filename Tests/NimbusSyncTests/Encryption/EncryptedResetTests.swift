@@ -4,6 +4,7 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 /// A reset of an account's encrypted data, seen by the sync engine of another device: the
@@ -19,19 +20,9 @@ struct EncryptedResetTests {
         return configuration
     }
 
-    @Test(arguments: EncryptedSyncTests.engines)
-    func aResetZoneIsReportedAsEncryptedDataResetAndOtherZonesStay(engine: String) async throws {
-        var storage: StorageLocation?
-        do {
-            try await SyncHarness.with(configure: { configuration in
-                configuration.storage = EncryptedSyncTests.storage(engine, current: configuration.storage)
-                storage = configuration.storage
-            }) { harness in try await Self.reset(harness) }
-        } catch {
-            await EncryptedSyncTests.drop(storage)
-            throw error
-        }
-        await EncryptedSyncTests.drop(storage)
+    @Test(arguments: Engine.available)
+    func aResetZoneIsReportedAsEncryptedDataResetAndOtherZonesStay(engine: Engine) async throws {
+        try await SyncHarness.with(engine: engine) { harness in try await Self.reset(harness) }
     }
 
     static func reset(_ harness: SyncHarness) async throws {
@@ -40,8 +31,8 @@ struct EncryptedResetTests {
         try await phone.encryption!.setUp(in: phone)
         let engine = SyncEngine(
             service: DatabaseSyncService(database: phone.privateCloudDatabase),
-            store: try LocalStore(path: harness.storePath("phone")), configuration: configuration,
-            clock: SyncHarness.noWaiting)
+            store: try LocalStore(path: harness.storePath("phone"), clock: SyncHarness.noWaiting),
+            configuration: configuration)
         try await engine.start()
         try engine.store.write { _, outbox in
             try outbox.save(LocalRecord(zoneName: journal, recordName: "e1", recordType: "Entry", fields: ["body": "MARKER-secret"]))

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Nimbus
 import NimbusCrypto
+import NimbusTestSupport
 import Testing
 
 /// Encrypted fields in a shared hierarchy between three users, on both engines: each
@@ -27,9 +28,9 @@ struct EncryptedSharingTests {
         return value.flatMap { Data(base64Encoded: $0) }.flatMap { FieldSealing.keyID(of: Array($0)) }
     }
 
-    @Test(arguments: KeyEngines.all)
-    func participantsReadAndWriteEncryptedFieldsAndARemovedOneReadsNothingNew(engine: String) async throws {
-        try await KeyEngines.with(engine) { live in
+    @Test(arguments: Engine.available)
+    func participantsReadAndWriteEncryptedFieldsAndARemovedOneReadsNothingNew(engine: Engine) async throws {
+        try await LiveServer.with(engine: engine) { live in
             var users: [Device] = []
             for name in ["alice", "bob", "carol"] {
                 let device = try await EncryptedValuesTests.device(live, user: name)

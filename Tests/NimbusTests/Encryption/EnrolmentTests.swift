@@ -1,6 +1,7 @@
 import Foundation
 import Nimbus
 import NimbusCrypto
+import NimbusTestSupport
 import Testing
 
 /// Devices of one user: the public key directory, enrolment by code through the server, and
@@ -27,9 +28,9 @@ struct EnrolmentTests {
         String(code.map { $0 == "0" ? "1" : "0" })
     }
 
-    @Test(arguments: KeyEngines.all)
-    func aDeviceEnrolsByCodeAndWrongOrReplayedCodesFailClearly(engine: String) async throws {
-        try await KeyEngines.with(engine) { live in
+    @Test(arguments: Engine.available)
+    func aDeviceEnrolsByCodeAndWrongOrReplayedCodesFailClearly(engine: Engine) async throws {
+        try await LiveServer.with(engine: engine) { live in
             let phone = try await EncryptedValuesTests.device(live, user: "alice")
             try await Self.keys(phone).setUp(in: phone.container)
             try await phone.database.save(RecordZone(zoneID: Self.zone))
@@ -85,9 +86,9 @@ struct EnrolmentTests {
         }
     }
 
-    @Test(arguments: KeyEngines.all)
-    func aRevokedDeviceLeavesTheDirectoryReadsNothingNewAndIsNotEnrolledAgain(engine: String) async throws {
-        try await KeyEngines.with(engine) { live in
+    @Test(arguments: Engine.available)
+    func aRevokedDeviceLeavesTheDirectoryReadsNothingNewAndIsNotEnrolledAgain(engine: Engine) async throws {
+        try await LiveServer.with(engine: engine) { live in
             let phone = try await EncryptedValuesTests.device(live, user: "alice")
             let oldRecovery = try #require(try await Self.keys(phone).setUp(in: phone.container))
             try await phone.database.save(RecordZone(zoneID: Self.zone))

@@ -5,7 +5,7 @@ import NimbusServer
 import NimbusStore
 import NimbusTestSupport
 
-/// A real Nimbus server on an ephemeral loopback port over a fresh SQLite directory, with
+/// A real Nimbus server on an ephemeral loopback port over fresh storage, with
 /// one container provisioned (the shared ``ServerHarness``): what the SDK talks to in
 /// integration tests.
 final class LiveServer: ServerHarnessLayer {
@@ -17,12 +17,15 @@ final class LiveServer: ServerHarnessLayer {
         self.harness = harness
     }
 
-    /// Runs `body` against a fresh server, then stops it and removes its files, also when
-    /// `body` throws.
+    /// Runs `body` against a fresh server on `engine`, then stops it and removes its storage
+    /// and files, also when `body` throws.
     static func with<T: Sendable>(
-        configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (LiveServer) async throws -> T
+        engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (LiveServer) async throws -> T
     ) async throws -> T {
-        try await ServerHarness.with(container: containerID, configure: configure) { try await body(LiveServer(harness: $0)) }
+        try await ServerHarness.with(engine, container: containerID, configure: configure) {
+            try await body(LiveServer(harness: $0))
+        }
     }
 
     var baseURL: URL { URL(string: server.baseURL)! }
