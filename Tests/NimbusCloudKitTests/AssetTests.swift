@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// `CKAsset(fileURL:)` in a field and in an array field: saving uploads the files (with

@@ -4,6 +4,7 @@ import NimbusCloudKit
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 /// `CKAsset` with encryption set up: encrypted like every CloudKit asset, read back as the

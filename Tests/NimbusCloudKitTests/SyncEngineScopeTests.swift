@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// `sendChanges(_:)` and `fetchChanges(_:)` with their options' scopes: only the changes in

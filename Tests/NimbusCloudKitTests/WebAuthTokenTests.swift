@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// `CKFetchWebAuthTokenOperation`: a token a web service uses to act for the signed-in user.

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCloudKit
+import NimbusTestSupport
 import Testing
 
 /// A port of the shape of Apple's private-database sample (written here, not copied): the

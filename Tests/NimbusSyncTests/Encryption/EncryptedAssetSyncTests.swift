@@ -4,6 +4,7 @@ import NimbusProtocol
 import NimbusServer
 import NimbusStore
 import NimbusSync
+import NimbusTestSupport
 import Testing
 
 /// An encrypted photo through the sync engine, on both storage engines: the server's asset
@@ -24,26 +25,16 @@ struct EncryptedAssetSyncTests {
             store: FileKeyStore(directory: URL(fileURLWithPath: "\(harness.directory)/\(name)/keys")))
         let engine = SyncEngine(
             service: DatabaseSyncService(database: container.privateCloudDatabase),
-            store: try LocalStore(path: harness.storePath(name)), configuration: configuration, clock: SyncHarness.noWaiting)
+            store: try LocalStore(path: harness.storePath(name), clock: SyncHarness.noWaiting), configuration: configuration)
         return (engine, container)
     }
 
-    @Test(arguments: EncryptedSyncTests.engines)
-    func anEncryptedPhotoSyncsAndTheServerHoldsOnlyCiphertext(engine: String) async throws {
-        var storage: StorageLocation?
-        do {
-            try await SyncHarness.with(configure: { configuration in
-                configuration.storage = EncryptedSyncTests.storage(engine, current: configuration.storage)
-                storage = configuration.storage
-            }) { harness in try await Self.syncAndInspect(harness, engine: engine) }
-        } catch {
-            await EncryptedSyncTests.drop(storage)
-            throw error
-        }
-        await EncryptedSyncTests.drop(storage)
+    @Test(arguments: Engine.available)
+    func anEncryptedPhotoSyncsAndTheServerHoldsOnlyCiphertext(engine: Engine) async throws {
+        try await SyncHarness.with(engine: engine) { harness in try await Self.syncAndInspect(harness, engine: engine) }
     }
 
-    static func syncAndInspect(_ harness: SyncHarness, engine: String) async throws {
+    static func syncAndInspect(_ harness: SyncHarness, engine: Engine) async throws {
         let marker = "MARKER-pixels-\(UUID().uuidString.prefix(8))"
         let caption = "MARKER-caption-\(UUID().uuidString.prefix(8))"
         var photo = Data()

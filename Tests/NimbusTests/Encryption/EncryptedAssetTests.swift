@@ -3,6 +3,7 @@ import Foundation
 import Nimbus
 import NimbusCrypto
 import NimbusProtocol
+import NimbusTestSupport
 import Testing
 
 /// Encrypted assets end to end against a real server: every asset of the private database is
