@@ -439,6 +439,9 @@ let package = Package(
                 "NimbusEngines", "NimbusSQLite",
                 "NimbusCloudKit", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -196,6 +196,46 @@ struct SyncEngineTests {
     }
 }
 
+extension SyncEngineTests {
+    /// The network drops while the app runs: the push channel closes, a change is saved
+    /// meanwhile, the network comes back. The engine fetches when the channel connects
+    /// again, without any call from the app.
+    ///
+    /// The change is saved by the app's extension on the same device (the same device ID),
+    /// so the server neither pushes it to this device nor sends it in the catch-up push on
+    /// reconnection: only the engine's fetch on connecting brings it.
+    @Test(arguments: Engine.available)
+    func automaticSyncFetchesWhenThePushChannelConnectsAgain(engine: Engine) async throws {
+        try await CloudKitServer.with(engine: engine) { server in
+            try await TCPProxy.with(to: server.port) { proxy in
+                let direct = try await server.connection(user: "ada")
+                var throughProxy = direct
+                throughProxy.serverURL = URL(string: "http://127.0.0.1:\(proxy.port)")!
+                let app = CKContainer(identifier: CloudKitServer.containerID, connection: throughProxy)
+                let appExtension = CKContainer(identifier: CloudKitServer.containerID, connection: direct)
+                _ = try await appExtension.privateCloudDatabase.save(CKRecordZone(zoneID: ContactsDevice.zoneID))
+
+                let device = ContactsDevice()
+                await device.start(database: app.privateCloudDatabase, automatically: true)
+                try await server.waitForPushDevices(1, of: appExtension)
+                try await withTimeout(seconds: 120) { await device.until { $0.events.contains("didFetchChanges") } }
+
+                proxy.cut()
+                try await server.waitForPushDevices(0, of: appExtension)
+                let record = CKRecord(recordType: "Contact", recordID: ContactsDevice.recordID("c1"))
+                record["name"] = "Saved while offline"
+                record["modified"] = Date(timeIntervalSince1970: 1)
+                _ = try await appExtension.privateCloudDatabase.save(record)
+                #expect(await device.contacts["c1"] == nil)
+                proxy.restore()
+
+                try await withTimeout(seconds: 120) { await device.until { $0.contacts["c1"]?.name == "Saved while offline" } }
+                try await server.waitForPushDevices(1, of: appExtension)
+            }
+        }
+    }
+}
+
 /// CKSyncEngine's refusals.
 @Suite("CKSyncEngine refusals")
 struct SyncEngineRefusalTests {
