@@ -20,13 +20,7 @@ struct EncryptedAssetSyncTests {
     }
 
     static func device(_ harness: SyncHarness, _ name: String, webToken: String? = nil) throws -> (SyncEngine, Container) {
-        var container = harness.container(device: name, webToken: webToken)
-        container.encryption = EncryptionKeys(
-            store: FileKeyStore(directory: URL(fileURLWithPath: "\(harness.directory)/\(name)/keys")))
-        let engine = SyncEngine(
-            service: DatabaseSyncService(database: container.privateCloudDatabase),
-            store: try LocalStore(path: harness.storePath(name), clock: SyncHarness.noWaiting), configuration: configuration)
-        return (engine, container)
+        try harness.encryptedEngine(name, configuration: configuration, webToken: webToken)
     }
 
     @Test(arguments: Engine.available)

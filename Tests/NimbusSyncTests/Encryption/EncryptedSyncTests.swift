@@ -26,13 +26,7 @@ struct EncryptedSyncTests {
 
     /// An engine of device `name` whose container holds the user's keys in its own directory.
     static func device(_ harness: SyncHarness, _ name: String) throws -> (SyncEngine, Container) {
-        var container = harness.container(device: name)
-        container.encryption = EncryptionKeys(
-            store: FileKeyStore(directory: URL(fileURLWithPath: "\(harness.directory)/\(name)/keys")))
-        let engine = SyncEngine(
-            service: DatabaseSyncService(database: container.privateCloudDatabase),
-            store: try LocalStore(path: harness.storePath(name), clock: SyncHarness.noWaiting), configuration: configuration)
-        return (engine, container)
+        try harness.encryptedEngine(name, configuration: configuration)
     }
 
     static func entry(_ name: String, body: String, mood: Int64, title: String) -> LocalRecord {

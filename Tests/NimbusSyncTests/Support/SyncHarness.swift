@@ -169,6 +169,20 @@ final class SyncHarness: ServerHarnessLayer {
         return (engine, service)
     }
 
+    /// An engine of device `name` whose container holds the user's end-to-end keys in the
+    /// device's own directory.
+    func encryptedEngine(
+        _ name: String, configuration: SyncConfiguration, webToken: String? = nil
+    ) throws -> (SyncEngine, Container) {
+        var container = container(device: name, webToken: webToken)
+        container.encryption = EncryptionKeys(
+            store: FileKeyStore(directory: URL(fileURLWithPath: "\(directory)/\(name)/keys")))
+        let engine = SyncEngine(
+            service: DatabaseSyncService(database: container.privateCloudDatabase),
+            store: try LocalStore(path: storePath(name), clock: Self.noWaiting), configuration: configuration)
+        return (engine, container)
+    }
+
     /// Runs `body` with a fresh harness on `engine` and always stops it (server, storage,
     /// devices' files), whether `body` returns or throws.
     static func with<T>(
