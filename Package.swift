@@ -31,6 +31,10 @@ let package = Package(
         .library(name: "NimbusCloudKit", targets: ["NimbusCloudKit"]),
         // iCloud's key-value store on Nimbus: small values that follow the user (`NSUbiquitousKeyValueStore`'s shape).
         .library(name: "NimbusKeyValue", targets: ["NimbusKeyValue"]),
+        // iCloud Drive's synced folder on Nimbus: files and folders as records and assets.
+        .library(name: "NimbusDocuments", targets: ["NimbusDocuments"]),
+        // `nimbus-drive`: keeps a local folder in sync with a server (NimbusDocuments).
+        .executable(name: "nimbus-drive", targets: ["NimbusDrive"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -246,6 +250,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A synced folder: documents and folders as records of a zone, bytes as assets, names
+        // made portable, conflicts kept as versions; on the sync engine.
+        .target(
+            name: "NimbusDocuments",
+            dependencies: [
+                "Nimbus", "NimbusProtocol", "NimbusSync",
+                // The library's own tables in the engine's local store.
+                .product(name: "GRDB", package: "GRDB.swift"),
+                // Contents' SHA-256; the tag of a shortened long name.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // `nimbus-drive`: one folder synced with a server, progress shown for long transfers.
+        .executableTarget(
+            name: "NimbusDrive",
+            dependencies: [
+                "NimbusDocuments", "Nimbus", "NimbusSync",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // CloudKit's names, shapes and behaviour (CKContainer, CKRecord, operations, CKSyncEngine)
         // over the SDK, so code written for CloudKit runs against Nimbus with one import changed.
         .target(
@@ -414,6 +440,18 @@ let package = Package(
                 // The plaintext-absence tests read every PostgreSQL table's rows as text.
                 "NimbusPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // NimbusDocuments: the names core alone, and devices syncing folders through a real server.
+        .testTarget(
+            name: "NimbusDocumentsTests",
+            dependencies: [
+                "NimbusTestSupport",
+                "NimbusEngines", "NimbusSQLite",
+                "NimbusDocuments", "NimbusSync", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
+                // The counting asset transport's lock-protected counts.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

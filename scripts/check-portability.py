@@ -56,6 +56,8 @@ NEWER_API = [
 
 # End-to-end encryption runs on the device too.
 APPLE_TARGETS.add("NimbusCrypto")
+# So do the synced documents.
+APPLE_TARGETS.add("NimbusDocuments")
 
 IMPORT = re.compile(r"^\s*(?:@[\w]+(?:\([^)]*\))?\s+)*(?:public\s+|package\s+|internal\s+|private\s+|fileprivate\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)")
 
