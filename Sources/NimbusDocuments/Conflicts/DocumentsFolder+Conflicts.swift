@@ -18,9 +18,17 @@ extension DocumentsFolder {
         return try engine.store.write { db, outbox -> Bool in
             var kept = false
             let pending = Set(try outbox.pending().map(\.recordName))
+            try DocumentsState.noteOnServer(db, zone: zone)
+            let onServer = try DocumentsState.onServer(db)
             for sent in try DocumentsState.sent(db) where !pending.contains(sent.recordName) {
                 let local = try LocalStore.record(in: db, zone: zone, name: sent.recordName)
                 let record = local.flatMap(DocumentRecord.init)
+                if record == nil, !onServer.contains(sent.recordName) {
+                    // Refused for good by the server (too large, over quota: the engine's
+                    // given-up changes say why), not taken over: the file stays on disk as it is.
+                    try DocumentsState.dropSent(sent.recordName, db)
+                    continue
+                }
                 if record?.sha256 == sent.sha256 {
                     // The server holds it: the staged copy is no longer needed.
                     try? FileManager.default.removeItem(atPath: sent.staged)

@@ -70,9 +70,13 @@ extension DocumentsFolder {
                 }
                 forgotten.append(item.recordName)
             case .present(let path, let entry, let sha):
-                guard var record = byName[item.recordName], let parentPath = path.parent, let localName = path.name else {
+                guard var record = byName[item.recordName] else {
+                    // Its record is gone (deleted elsewhere, or refused by the server): an edit
+                    // here makes it a new document at the next scan.
+                    if sha != item.sha256 { forgotten.append(item.recordName) }
                     continue
                 }
+                guard let parentPath = path.parent, let localName = path.name else { continue }
                 var updated = KnownItem(recordName: item.recordName, path: path, entry: entry, sha256: sha)
                 var changed = false
                 if path != item.path {

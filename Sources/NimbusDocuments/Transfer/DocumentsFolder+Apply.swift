@@ -12,12 +12,20 @@ extension DocumentsFolder {
         let layout = TreeLayout(records)
         let byName = Dictionary(records.map { ($0.recordName, $0) }, uniquingKeysWith: { a, _ in a })
         var known = Dictionary(try knownItems().map { ($0.recordName, $0) }, uniquingKeysWith: { a, _ in a })
-        let (wanted, pending) = try await engine.store.read { db in
-            (try DocumentsState.wanted(db), Set(try LocalStore.records(in: db, zone: Self.zone).filter(\.isPending).map(\.recordName)))
+        let zone = Self.zone
+        let (wanted, pending, onServer) = try engine.store.write { db, _ in
+            try DocumentsState.noteOnServer(db, zone: zone)
+            return (
+                try DocumentsState.wanted(db), Set(try LocalStore.records(in: db, zone: zone).filter(\.isPending).map(\.recordName)),
+                try DocumentsState.onServer(db)
+            )
         }
 
-        // 1. Deleted elsewhere: removed here, deepest first, if unchanged since the scan.
+        // 1. Deleted elsewhere: removed here, deepest first, if unchanged since the scan. A
+        //    record the server never had (its save was refused for good, see the engine's
+        //    given-up changes) is no deletion: its file stays, unsynced.
         for item in known.values.sorted(by: { $0.path > $1.path }) where byName[item.recordName] == nil {
+            guard onServer.contains(item.recordName) else { continue }
             if isUnchanged(item), (try? reader.checkWritable(item.path)) != nil {
                 if item.entry.isFolder {
                     removeFolderIfEmpty(item.path)
@@ -26,7 +34,10 @@ extension DocumentsFolder {
                 }
             }
             known[item.recordName] = nil
-            try engine.store.write { db, _ in try DocumentsState.forgetKnown(item.recordName, db) }
+            try engine.store.write { db, _ in
+                try DocumentsState.forgetKnown(item.recordName, db)
+                try DocumentsState.forgetOnServer(item.recordName, db)
+            }
         }
 
         // 2. Known items standing where another record goes (two names swapped, a name

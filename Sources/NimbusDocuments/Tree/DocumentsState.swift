@@ -16,7 +16,29 @@ enum DocumentsState {
                     record TEXT PRIMARY KEY, sha256 TEXT NOT NULL, staged TEXT NOT NULL, name TEXT NOT NULL,
                     folder TEXT, modified INTEGER NOT NULL);
                 CREATE TABLE IF NOT EXISTS nimbus_documents_wanted (record TEXT PRIMARY KEY);
+                CREATE TABLE IF NOT EXISTS nimbus_documents_on_server (record TEXT PRIMARY KEY);
                 """)
+    }
+
+    // MARK: - Records seen on the server
+
+    /// Notes the records the server has (a copy with a change tag): only such a record's
+    /// disappearance is a deletion (one the server refused was never there).
+    static func noteOnServer(_ db: GRDB.Database, zone: String) throws {
+        try db.execute(
+            sql: """
+                INSERT OR IGNORE INTO nimbus_documents_on_server (record)
+                SELECT name FROM nimbus_records WHERE zone = ? AND tag IS NOT NULL
+                """,
+            arguments: [zone])
+    }
+
+    static func onServer(_ db: GRDB.Database) throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT record FROM nimbus_documents_on_server"))
+    }
+
+    static func forgetOnServer(_ recordName: String, _ db: GRDB.Database) throws {
+        try db.execute(sql: "DELETE FROM nimbus_documents_on_server WHERE record = ?", arguments: [recordName])
     }
 
     // MARK: - Known items

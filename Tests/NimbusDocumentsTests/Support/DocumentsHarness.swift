@@ -19,8 +19,10 @@ final class DocumentsHarness: ServerHarnessLayer {
     }
 
     /// Runs `body` against a fresh server on `engine`, always stopped and removed after.
-    static func with<T>(engine: Engine, _ body: (DocumentsHarness) async throws -> T) async throws -> T {
-        try await ServerHarness.with(engine, container: containerID) { harness in
+    static func with<T>(
+        engine: Engine, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (DocumentsHarness) async throws -> T
+    ) async throws -> T {
+        try await ServerHarness.with(engine, container: containerID, configure: configure) { harness in
             let user = try await harness.server.store.createUser(
                 name: "ana", email: nil, firstName: nil, lastName: nil, container: containerID)
             return try await body(DocumentsHarness(harness: harness, webToken: user.token))

@@ -2,6 +2,7 @@ import Foundation
 import Nimbus
 import NimbusDocuments
 import NimbusSync
+import NimbusServer
 import NimbusTestSupport
 import Testing
 
@@ -53,6 +54,38 @@ struct LiveTests {
             try await phone.folder.sync()
             #expect(phone.read("draft.txt") == "v3 written while v2 waited")
             #expect(try await mac.folder.item(at: DocumentPath("draft.txt"))?.isUploading == false)
+        }
+    }
+}
+
+/// What the server refuses for good stays where it is.
+@Suite("Documents the server refuses")
+struct RefusedTests {
+    /// A file over the server's asset limit: its save is given up (the engine says why), the
+    /// file stays in the folder, untouched and unsynced, and the other files sync.
+    @Test(arguments: Engine.available)
+    func aFileTheServerRefusesStaysOnDisk(engine: Engine) async throws {
+        try await DocumentsHarness.with(engine: engine, configure: { $0.assets.maxAssetBytes = 1_000 }) { harness in
+            let mac = try harness.device("mac")
+            let phone = try harness.device("phone")
+            let big = String(repeating: "b", count: 5_000)
+            try mac.write(big, to: "big.bin")
+            try mac.write("small", to: "small.txt")
+            try await mac.folder.start()
+            try await mac.folder.sync()
+            try await phone.folder.start()
+            #expect(mac.read("big.bin") == big)
+            #expect(try phone.tree() == ["small.txt": "small"])
+            let givenUp = try mac.folder.engine.store.givenUp()
+            #expect(givenUp.count == 1)
+            #expect(givenUp.first?.error?.serverErrorCode == "LIMIT_EXCEEDED")
+            #expect(try await mac.folder.items().map(\.path.description) == ["small.txt"])
+            // Made small enough, it syncs.
+            try mac.write("now small", to: "big.bin")
+            try await mac.folder.sync()
+            try await mac.folder.sync()
+            try await phone.folder.sync()
+            #expect(try phone.tree() == ["small.txt": "small", "big.bin": "now small"])
         }
     }
 }
