@@ -55,6 +55,20 @@ struct EncryptedResetCloudKitTests {
             let reasons = await recorder.reasons
             #expect(reasons == ["Notes": "encryptedDataReset", "Old": "deleted"])
             _ = try await phone.privateCloudDatabase.recordZone(for: plain.zoneID)
+
+            // Saving into the zones: zoneNotFound, with CKErrorUserDidResetEncryptedDataKey for
+            // the reset one only (the encryption sample checks it).
+            for (zone, reset) in [(secret.zoneID, true), (other.zoneID, false)] {
+                let record = CKRecord(recordType: "Note", recordID: CKRecord.ID(recordName: "n2", zoneID: zone))
+                record["title"] = "After the reset"
+                do {
+                    _ = try await phone.privateCloudDatabase.save(record)
+                    Issue.record("saved into the deleted zone \(zone.zoneName)")
+                } catch let error as CKError {
+                    #expect(error.code == .zoneNotFound)
+                    #expect((error.userInfo[CKErrorUserDidResetEncryptedDataKey] as? NSNumber)?.boolValue == (reset ? true : nil))
+                }
+            }
         }
     }
 }

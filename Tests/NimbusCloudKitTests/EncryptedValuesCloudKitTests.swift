@@ -18,6 +18,17 @@ struct EncryptedValuesCloudKitTests {
         return CKContainer(identifier: CloudKitServer.containerID, connection: connection)
     }
 
+    /// Every file under `directory`, one after the other (a SQLite database and its WAL).
+    static func contents(under directory: String) throws -> Data {
+        var all = Data()
+        let root = URL(fileURLWithPath: directory)
+        let files = try #require(FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]))
+        for case let file as URL in files where (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
+            all.append(try Data(contentsOf: file))
+        }
+        return all
+    }
+
     @Test(arguments: Engine.available)
     func encryptedValuesAreSealedOnTheDevice(engine: Engine) async throws {
         try await CloudKitServer.with(engine: engine) { server in
@@ -42,6 +53,13 @@ struct EncryptedValuesCloudKitTests {
             let fields = try #require(stored.first??.fieldsJSON)
             #expect(fields.contains("ENCRYPTED_BYTES"))
             #expect(!fields.contains("MARKER"))
+            // And in the server's database files: the plain field's text is there, the
+            // encrypted value's is not.
+            if case .sqlite(let directory) = server.storage {
+                let files = try Self.contents(under: directory)
+                #expect(files.range(of: Data("Groceries".utf8)) != nil)
+                #expect(files.range(of: Data("MARKER-pin-1234".utf8)) == nil)
+            }
 
             let fetched = try await phone.privateCloudDatabase.record(for: note.recordID)
             #expect(fetched.encryptedValues["secret"] as? String == "MARKER-pin-1234")

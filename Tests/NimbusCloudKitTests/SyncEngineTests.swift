@@ -67,7 +67,7 @@ struct SyncEngineTests {
             await a.edit("c1", name: "A's edit", at: Date(timeIntervalSince1970: 100))
             await b.edit("c1", name: "B's edit", at: Date(timeIntervalSince1970: 200))
             try await a.syncEngine.sendChanges()
-            try await b.syncEngine.sendChanges()   // conflict: B is newer, re-queued
+            try await expectPartialFailure { try await b.syncEngine.sendChanges() }   // conflict: B is newer, re-queued
             try await b.syncEngine.sendChanges()
             try await a.syncEngine.fetchChanges()
             #expect(await a.contacts["c1"]?.name == "B's edit")
@@ -75,7 +75,7 @@ struct SyncEngineTests {
             await a.edit("c2", name: "A newer", at: Date(timeIntervalSince1970: 300))
             await b.edit("c2", name: "B older", at: Date(timeIntervalSince1970: 250))
             try await a.syncEngine.sendChanges()
-            try await b.syncEngine.sendChanges()   // conflict: the server is newer, B takes it
+            try await expectPartialFailure { try await b.syncEngine.sendChanges() }   // conflict: the server is newer, B takes it
             #expect(await b.contacts["c2"]?.name == "A newer")
             let stillPending = await b.syncEngine.state.pendingRecordZoneChanges
             let lastEvents = await b.events.suffix(30).filter { !$0.hasPrefix("stateUpdate") }
@@ -84,14 +84,14 @@ struct SyncEngineTests {
             // A record deleted behind B's back: B's edit fails with unknownItem and is saved anew.
             _ = try await databaseA.deleteRecord(withID: ContactsDevice.recordID("c3"))
             await b.edit("c3", name: "Still here", at: Date(timeIntervalSince1970: 400))
-            try await b.syncEngine.sendChanges()
+            try await expectPartialFailure { try await b.syncEngine.sendChanges() }
             try await b.syncEngine.sendChanges()
             #expect(try await databaseA.record(for: ContactsDevice.recordID("c3"))["name"] as? String == "Still here")
 
             // The zone deleted behind B's back: zoneNotFound, the zone is recreated, the edit saved.
             _ = try await databaseA.deleteRecordZone(withID: ContactsDevice.zoneID)
             await b.edit("c4", name: "Rescued", at: Date(timeIntervalSince1970: 500))
-            try await b.syncEngine.sendChanges()
+            try await expectPartialFailure { try await b.syncEngine.sendChanges() }
             try await b.syncEngine.sendChanges()
             #expect(try await databaseA.record(for: ContactsDevice.recordID("c4"))["name"] as? String == "Rescued")
             #expect(await b.syncEngine.state.pendingRecordZoneChanges.isEmpty)
@@ -250,5 +250,18 @@ struct SyncEngineRefusalTests {
             }
             #expect(await device.events.isEmpty)
         }
+    }
+}
+
+/// Runs a manual send that must fail as CloudKit's does when some changes failed: a
+/// `partialFailure`, thrown after the events that report each failure.
+func expectPartialFailure(
+    sourceLocation: SourceLocation = #_sourceLocation, _ send: () async throws -> Void
+) async throws {
+    do {
+        try await send()
+        Issue.record("the send succeeded", sourceLocation: sourceLocation)
+    } catch let error as CKError where error.code == .partialFailure {
+        #expect(error.partialErrorsByItemID?.isEmpty == false, sourceLocation: sourceLocation)
     }
 }

@@ -11,6 +11,9 @@ public struct RecordZone: Sendable, Hashable, Identifiable {
     public internal(set) var changeToken: ServerChangeToken?
     /// Whether modify requests in this zone can be atomic (custom zones in private databases).
     public internal(set) var supportsAtomicChanges: Bool
+    /// The zone's share record (`cloudkit.zoneshare`) when the zone is shared whole, as the
+    /// server lists it.
+    public internal(set) var shareRecordID: Record.ID?
 
     public var id: ZoneID { zoneID }
 
@@ -32,6 +35,9 @@ public struct RecordZone: Sendable, Hashable, Identifiable {
             self.init(zoneID: try ZoneID(wire: reader.required("zoneID")))
             changeToken = try reader.optionalString("syncToken").map(ServerChangeToken.init(rawValue:))
             supportsAtomicChanges = try reader.optionalBool("atomic") ?? supportsAtomicChanges
+            if let share = try reader.optional("share") {
+                shareRecordID = Record.ID(recordName: try share.required("recordName").string(), zoneID: zoneID)
+            }
         } catch {
             throw NimbusError.malformedResponse(error.reason)
         }

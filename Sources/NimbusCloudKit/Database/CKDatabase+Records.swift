@@ -31,13 +31,14 @@ extension CKDatabase {
             case nil: results[id] = .failure(CKError(.internalError, message: "no result for \(id.recordName)"))
             }
         }
-        return results
+        return await markingEncryptedDataReset(results)
     }
 
     /// Saves one record (only its changed keys), uploading its new assets' files first.
     /// - Returns: the record as the server saved it.
     /// - Throws: ``CKError/Code/serverRecordChanged`` with the server, client and ancestor
     ///   records when the server's copy changed since this one was fetched.
+    @discardableResult
     public func save(_ record: CKRecord) async throws -> CKRecord {
         let (saveResults, _) = try await modifyRecords(
             saving: [record], deleting: [], savePolicy: .ifServerRecordUnchanged, atomically: false)
@@ -48,6 +49,7 @@ extension CKDatabase {
     }
 
     /// Deletes one record.
+    @discardableResult
     public func deleteRecord(withID recordID: CKRecord.ID) async throws -> CKRecord.ID {
         let (_, deleteResults) = try await modifyRecords(saving: [], deleting: [recordID], atomically: false)
         guard let result = deleteResults[recordID] else {
@@ -71,10 +73,16 @@ extension CKDatabase {
         saveResults: [CKRecord.ID: Result<CKRecord, any Error>], deleteResults: [CKRecord.ID: Result<Void, any Error>]
     ) {
         let database = try configured()
-        let results = try await mappingErrors {
-            try await database.modifyRecordsInRequests(
-                saving: recordsToSave.map { $0.nimbus }, deleting: recordIDsToDelete.map(\.nimbus),
-                savePolicy: savePolicy.nimbus, atomically: atomically)
+        let results: Database.ModifyResults
+        do throws(CKError) {
+            results = try await mappingErrors {
+                try await database.modifyRecordsInRequests(
+                    saving: recordsToSave.map { $0.nimbus }, deleting: recordIDsToDelete.map(\.nimbus),
+                    savePolicy: savePolicy.nimbus, atomically: atomically)
+            }
+        } catch {
+            let zones = Set(recordsToSave.map(\.recordID.zoneID.zoneName) + recordIDsToDelete.map(\.zoneID.zoneName))
+            throw await encryptedDataResetZones(after: [error]).isDisjoint(with: zones) ? error : error.markedAsEncryptedDataReset
         }
         var saveResults: [CKRecord.ID: Result<CKRecord, any Error>] = [:]
         for record in recordsToSave {
@@ -92,6 +100,32 @@ extension CKDatabase {
             case nil: deleteResults[id] = .failure(CKError(.internalError, message: "no result"))
             }
         }
-        return (saveResults, deleteResults)
+        return (await markingEncryptedDataReset(saveResults), await markingEncryptedDataReset(deleteResults))
+    }
+
+    /// `results` with each ``CKError/Code/zoneNotFound`` of a zone an encrypted-data reset
+    /// deleted marked with ``CKErrorUserDidResetEncryptedDataKey``, as CloudKit marks it.
+    func markingEncryptedDataReset<T: Sendable>(
+        _ results: [CKRecord.ID: Result<T, any Error>]
+    ) async -> [CKRecord.ID: Result<T, any Error>] {
+        let failures = results.compactMap { id, result -> (CKRecord.ID, CKError)? in
+            guard case .failure(let error as CKError) = result else { return nil }
+            return (id, error)
+        }
+        let reset = await encryptedDataResetZones(after: failures.map(\.1))
+        var marked = results
+        for (id, error) in failures where reset.contains(id.zoneID.zoneName) {
+            marked[id] = .failure(error.markedAsEncryptedDataReset)
+        }
+        return marked
+    }
+
+    /// The private zones an encrypted-data reset deleted, asked of the server only when one of
+    /// `errors` is ``CKError/Code/zoneNotFound`` (else none).
+    func encryptedDataResetZones(after errors: [CKError]) async -> Set<String> {
+        guard databaseScope == .private, errors.contains(where: { $0.code == .zoneNotFound }),
+            let container = nimbus?.container, let keys = container.encryption
+        else { return [] }
+        return (try? await keys.resetZoneNames(in: container)) ?? []
     }
 }

@@ -17,6 +17,7 @@ extension CKDatabase {
     }
 
     /// Creates or replaces a subscription.
+    @discardableResult
     public func save(_ subscription: CKSubscription) async throws -> CKSubscription {
         let (saveResults, _) = try await modifySubscriptions(saving: [subscription], deleting: [])
         guard let result = saveResults[subscription.subscriptionID] else {
@@ -26,6 +27,7 @@ extension CKDatabase {
     }
 
     /// Deletes a subscription.
+    @discardableResult
     public func deleteSubscription(withID subscriptionID: CKSubscription.ID) async throws -> CKSubscription.ID {
         let (_, deleteResults) = try await modifySubscriptions(saving: [], deleting: [subscriptionID])
         guard let result = deleteResults[subscriptionID] else {

@@ -32,6 +32,7 @@ extension CKDatabase {
     }
 
     /// Creates a zone (saving an existing zone changes nothing).
+    @discardableResult
     public func save(_ zone: CKRecordZone) async throws -> CKRecordZone {
         let (saveResults, _) = try await modifyRecordZones(saving: [zone], deleting: [])
         guard let result = saveResults[zone.zoneID] else {
@@ -41,6 +42,7 @@ extension CKDatabase {
     }
 
     /// Deletes a zone and every record in it.
+    @discardableResult
     public func deleteRecordZone(withID zoneID: CKRecordZone.ID) async throws -> CKRecordZone.ID {
         let (_, deleteResults) = try await modifyRecordZones(saving: [], deleting: [zoneID])
         guard let result = deleteResults[zoneID] else {

@@ -38,7 +38,10 @@ public final class CKDatabase: NSObject, Sendable {
 
     /// A zone the server sent, named as CloudKit names it (see the zone ID's `local`).
     func local(_ zone: RecordZone) -> CKRecordZone {
-        CKRecordZone(zoneID: local(zone.zoneID))
+        let zoneID = local(zone.zoneID)
+        return CKRecordZone(
+            zoneID: zoneID,
+            share: zone.shareRecordID.map { CKRecord.Reference(recordID: CKRecord.ID(recordName: $0.recordName, zoneID: zoneID), action: .none) })
     }
 
     /// Runs an operation against this database on a queue of the database's own (a

@@ -30,13 +30,16 @@ public struct CKError: Error, CustomNSError, LocalizedError, Hashable, Sendable 
     public let serverRecord: CKRecord?
     public let clientRecord: CKRecord?
     public let ancestorRecord: CKRecord?
+    /// ``CKErrorUserDidResetEncryptedDataKey``.
+    let userDidResetEncryptedData: Bool
 
     init(
         _ code: Code, message: String, retryAfterSeconds: Double? = nil,
         partialErrors: [PartialItemID: CKError] = [:], serverRecord: CKRecord? = nil, clientRecord: CKRecord? = nil,
-        ancestorRecord: CKRecord? = nil
+        ancestorRecord: CKRecord? = nil, userDidResetEncryptedData: Bool = false
     ) {
         self.code = code
+        self.userDidResetEncryptedData = userDidResetEncryptedData
         self.message = message
         self.retryAfterSeconds = retryAfterSeconds
         self.partialErrors = partialErrors
@@ -47,7 +50,8 @@ public struct CKError: Error, CustomNSError, LocalizedError, Hashable, Sendable 
 
     /// An error with CloudKit's user info keys: `NSLocalizedDescriptionKey`,
     /// ``CKErrorRetryAfterKey``, ``CKPartialErrorsByItemIDKey`` and the three
-    /// `CKRecordChangedError…Key`s are read; other keys are not kept.
+    /// `CKRecordChangedError…Key`s and ``CKErrorUserDidResetEncryptedDataKey`` are read; other
+    /// keys are not kept.
     public init(_ code: Code, userInfo: [String: Any] = [:]) {
         var partial: [PartialItemID: CKError] = [:]
         for (key, value) in userInfo[CKPartialErrorsByItemIDKey] as? [AnyHashable: any Error] ?? [:] {
@@ -60,7 +64,9 @@ public struct CKError: Error, CustomNSError, LocalizedError, Hashable, Sendable 
             retryAfterSeconds: retry, partialErrors: partial,
             serverRecord: userInfo[CKRecordChangedErrorServerRecordKey] as? CKRecord,
             clientRecord: userInfo[CKRecordChangedErrorClientRecordKey] as? CKRecord,
-            ancestorRecord: userInfo[CKRecordChangedErrorAncestorRecordKey] as? CKRecord)
+            ancestorRecord: userInfo[CKRecordChangedErrorAncestorRecordKey] as? CKRecord,
+            userDidResetEncryptedData: (userInfo[CKErrorUserDidResetEncryptedDataKey] as? NSNumber)?.boolValue
+                ?? userInfo[CKErrorUserDidResetEncryptedDataKey] as? Bool ?? false)
     }
 
     /// For ``Code/partialFailure``: each failed item's error, keyed by its `CKRecord.ID`,
@@ -80,7 +86,16 @@ public struct CKError: Error, CustomNSError, LocalizedError, Hashable, Sendable 
         if let serverRecord { info[CKRecordChangedErrorServerRecordKey] = serverRecord }
         if let clientRecord { info[CKRecordChangedErrorClientRecordKey] = clientRecord }
         if let ancestorRecord { info[CKRecordChangedErrorAncestorRecordKey] = ancestorRecord }
+        if userDidResetEncryptedData { info[CKErrorUserDidResetEncryptedDataKey] = NSNumber(value: true) }
         return info
+    }
+
+    /// This error with ``CKErrorUserDidResetEncryptedDataKey`` set.
+    var markedAsEncryptedDataReset: CKError {
+        CKError(
+            code, message: message, retryAfterSeconds: retryAfterSeconds, partialErrors: partialErrors,
+            serverRecord: serverRecord, clientRecord: clientRecord, ancestorRecord: ancestorRecord,
+            userDidResetEncryptedData: true)
     }
 
     public static var errorDomain: String { CKErrorDomain }

@@ -11,3 +11,7 @@ public let CKRecordChangedErrorServerRecordKey = "ServerRecord"
 public let CKRecordChangedErrorClientRecordKey = "ClientRecord"
 /// On throttling and busy errors: the seconds to wait before retrying (an `NSNumber`).
 public let CKErrorRetryAfterKey = "CKRetryAfter"
+/// On ``CKError/Code/zoneNotFound``: `true` (an `NSNumber`) when the zone is gone because the
+/// user reset their encrypted data (``Nimbus/EncryptionKeys/resetEncryptedData(in:)`` on one of
+/// their devices); re-upload what this device still has into a new zone.
+public let CKErrorUserDidResetEncryptedDataKey = "CKErrorUserDidResetEncryptedDataKey"

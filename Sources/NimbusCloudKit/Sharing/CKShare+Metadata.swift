@@ -16,6 +16,10 @@ extension CKShare {
         public var share: CKShare { CKShare(record: metadata.share.record) }
         /// The root of a hierarchy share; `nil` for a zone-wide share.
         public var hierarchicalRootRecordID: CKRecord.ID? { metadata.rootRecordID.map(CKRecord.ID.init) }
+        /// The root of a hierarchy share; `nil` for a zone-wide share (CloudKit declared it
+        /// before zone-wide shares, implicitly unwrapped; deprecated since iOS 16 and macOS 13).
+        @available(*, deprecated, renamed: "hierarchicalRootRecordID")
+        public var rootRecordID: CKRecord.ID! { hierarchicalRootRecordID }
         /// The root record, when it was asked for (`shouldFetchRootRecord`).
         public var rootRecord: CKRecord? { metadata.rootRecord.map(CKRecord.make) }
         public var ownerIdentity: CKUserIdentity { CKUserIdentity(metadata.ownerIdentity) }

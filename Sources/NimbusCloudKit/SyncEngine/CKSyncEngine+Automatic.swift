@@ -72,10 +72,8 @@ extension CKSyncEngine {
             if let wait, let sleep = self?.sleep { try? await sleep(wait) }
             guard let self, !Task.isCancelled else { return }
             self.fetchScheduled.withLock { $0 = false }
-            let context = FetchChangesContext(reason: .scheduled, options: FetchChangesOptions())
             let retry = await self.runExclusively {
-                let options = await self.delegate?.nextFetchChangesOptions(context, syncEngine: self) ?? context.options
-                try await self.performFetch(FetchChangesContext(reason: .scheduled, options: options))
+                try await self.performFetch(reason: .scheduled, options: FetchChangesOptions())
                 return nil
             }
             if let retry { self.scheduleFetch(after: retry) }

@@ -2,10 +2,16 @@ import Foundation
 import Nimbus
 
 extension CKSyncEngine {
-    /// A fetch: database changes page by page, then each changed zone's records.
-    func performFetch(_ context: FetchChangesContext) async throws {
+    /// A fetch: database changes page by page, then each changed zone's records, with the
+    /// options the delegate's ``CKSyncEngineDelegate/nextFetchChangesOptions(_:syncEngine:)``
+    /// returns for `options`.
+    func performFetch(reason: SyncReason, options: FetchChangesOptions) async throws {
         try requireSyncableDatabase()
         guard try await checkAccount() else { return }
+        let asked = FetchChangesContext(reason: reason, options: options)
+        let context = FetchChangesContext(
+            reason: reason, options: await delegate?.nextFetchChangesOptions(asked, syncEngine: self) ?? options)
+        try Task.checkCancellation()
         await emit(.willFetchChanges(.init(context: context)))
         try await fetchDatabaseChanges()
 

@@ -6,6 +6,9 @@ extension CKSyncEngine {
     struct SendOutcome: Sendable {
         /// The first retryable failure's wait, when some changes must be sent again later.
         var retryAfter: Duration?
+        /// Each change that failed, by record or zone ID (a manual send throws them as a
+        /// ``CKError/Code/partialFailure``, after their events).
+        var failures: [CKError.PartialItemID: CKError] = [:]
     }
 
     /// A send: pending zone changes, then record batches from the delegate until none is left.
@@ -20,8 +23,9 @@ extension CKSyncEngine {
         guard hasRecordWork || !zoneWork.isEmpty else { return outcome }
 
         await emit(.willSendChanges(.init(context: context)))
+        try Task.checkCancellation()
         if !zoneWork.isEmpty {
-            outcome.retryAfter = try await sendZoneChanges(zoneWork)
+            outcome.retryAfter = try await sendZoneChanges(zoneWork, failures: &outcome.failures)
         }
         var attempted: Set<CKRecord.ID> = []
         while outcome.retryAfter == nil {
@@ -35,7 +39,7 @@ extension CKSyncEngine {
             // A batch of changes already sent in this send (and still pending) would repeat forever.
             guard !Set(ids).isSubset(of: attempted) else { break }
             attempted.formUnion(ids)
-            outcome.retryAfter = try await sendBatch(batch)
+            outcome.retryAfter = try await sendBatch(batch, failures: &outcome.failures)
         }
         await emit(.didSendChanges(.init(context: context)))
         return outcome
@@ -43,7 +47,9 @@ extension CKSyncEngine {
 
     /// Sends zone saves and deletions; returns the wait before a retry when some failed for
     /// a retryable reason.
-    private func sendZoneChanges(_ changes: [PendingDatabaseChange]) async throws -> Duration? {
+    private func sendZoneChanges(
+        _ changes: [PendingDatabaseChange], failures: inout [CKError.PartialItemID: CKError]
+    ) async throws -> Duration? {
         var saves: [CKRecordZone] = []
         var deletes: [CKRecordZone.ID] = []
         for change in changes {
@@ -95,6 +101,8 @@ extension CKSyncEngine {
             for id in deletes { failedDeletes[id] = error }
             if let wait = Self.retryWait(error) { retry = wait } else { sent = changes }
         }
+        for failure in failedSaves { failures[.zone(failure.zone.zoneID)] = failure.error }
+        for (id, error) in failedDeletes { failures[.zone(id)] = error }
         let removed = Set(sent.map(StoredDatabaseChange.init))
         state.data.withLock { $0.pendingDatabaseChanges.removeAll { removed.contains($0) } }
         await emit(.sentDatabaseChanges(.init(
@@ -106,7 +114,9 @@ extension CKSyncEngine {
 
     /// Sends one batch from the delegate, in requests of at most the server's limit (per zone
     /// when the batch is atomic by zone); reports each request's results.
-    private func sendBatch(_ batch: RecordZoneChangeBatch) async throws -> Duration? {
+    private func sendBatch(
+        _ batch: RecordZoneChangeBatch, failures: inout [CKError.PartialItemID: CKError]
+    ) async throws -> Duration? {
         var retry: Duration?
         for (saves, deletes) in Self.requests(for: batch) {
             try Task.checkCancellation()
@@ -128,7 +138,9 @@ extension CKSyncEngine {
                         failedSaves.append(.init(record: record, error: ckError))
                         if let wait = Self.retryWait(ckError) {
                             retry = retry ?? wait
-                        } else {
+                        } else if ckError.code != .batchRequestFailed {
+                            // Failed for good; one that failed only with its atomic zone's
+                            // other changes stays pending, for the next send.
                             done.append(.saveRecord(record.recordID))
                         }
                     case nil: break
@@ -146,7 +158,11 @@ extension CKSyncEngine {
                             done.append(.deleteRecord(id))
                         } else {
                             failedDeletes[id] = ckError
-                            if let wait = Self.retryWait(ckError) { retry = retry ?? wait } else { done.append(.deleteRecord(id)) }
+                            if let wait = Self.retryWait(ckError) {
+                                retry = retry ?? wait
+                            } else if ckError.code != .batchRequestFailed {
+                                done.append(.deleteRecord(id))
+                            }
                         }
                     case nil: break
                     }
@@ -162,6 +178,8 @@ extension CKSyncEngine {
                     done = saves.map { .saveRecord($0.recordID) } + deletes.map { .deleteRecord($0) }
                 }
             }
+            for failure in failedSaves { failures[.record(failure.record.recordID)] = failure.error }
+            for (id, error) in failedDeletes { failures[.record(id)] = error }
             let removed = Set(done.map(StoredRecordChange.init))
             state.data.withLock { $0.pendingRecordChanges.removeAll { removed.contains($0) } }
             await emit(.sentRecordZoneChanges(.init(
@@ -222,7 +240,7 @@ extension CKSyncEngine {
     static func retryWait(_ error: CKError) -> Duration? {
         switch error.code {
         case .networkFailure, .networkUnavailable, .serviceUnavailable, .requestRateLimited, .zoneBusy,
-            .batchRequestFailed, .serverResponseLost:
+            .serverResponseLost:
             return .milliseconds(Int64(((error.retryAfterSeconds ?? 1) * 1000).rounded(.up)))
         default:
             return nil

@@ -34,6 +34,9 @@ public final class CKSyncEngine: Sendable {
     let sendDelay: Duration
     /// The fetch or send running now (``cancelOperations()`` cancels it).
     let current = Locked<Task<Void, any Error>?>(nil)
+    /// How many times ``cancelOperations()`` was called: a fetch or send asked for before the
+    /// latest call, still waiting for its turn, is cancelled when its turn comes.
+    let cancellations = Locked(0)
     /// The automatic sync's tasks (start, push listener, scheduled work).
     let background = Locked<[Task<Void, Never>]>([])
     let sendScheduled = Locked(false)
@@ -65,23 +68,40 @@ public final class CKSyncEngine: Sendable {
     var delegate: (any CKSyncEngineDelegate)? { delegateReference.current.value }
 
     /// Fetches what changed on the server since the engine's tokens, reporting it as events.
+    /// The delegate's ``CKSyncEngineDelegate/nextFetchChangesOptions(_:syncEngine:)`` may
+    /// change `options` first.
     public func fetchChanges(_ options: FetchChangesOptions = FetchChangesOptions()) async throws {
-        try await exclusively { try await self.performFetch(FetchChangesContext(reason: .manual, options: options)) }
+        try await exclusively { try await self.performFetch(reason: .manual, options: options) }
     }
 
     /// Sends the pending changes (in ``SendChangesOptions/scope``), reporting the results as events.
+    /// - Throws: once the events are delivered, ``CKError/Code/partialFailure`` when some changes
+    ///   failed (``CKError/partialErrorsByItemID`` has each one's error, by record or zone ID);
+    ///   the error that stopped the send otherwise.
     public func sendChanges(_ options: SendChangesOptions = SendChangesOptions()) async throws {
-        try await exclusively { try await self.performSend(SendChangesContext(reason: .manual, options: options)) }
+        try await exclusively {
+            let outcome = try await self.performSend(SendChangesContext(reason: .manual, options: options))
+            if !outcome.failures.isEmpty { throw CKError.partialFailure(outcome.failures) }
+        }
     }
 
-    /// Cancels the fetch or send in progress (it throws ``CKError/Code/operationCancelled``).
+    /// Cancels the fetch or send in progress and those waiting for their turn: each throws
+    /// ``CKError/Code/operationCancelled``. What was sent before stays sent; what was not stays
+    /// pending. A fetch or send asked for afterwards runs as usual.
     public func cancelOperations() async {
+        cancellations.withLock { $0 += 1 }
         current.current?.cancel()
     }
 
     /// Runs `work` when no other fetch or send runs, as a task ``cancelOperations()`` can cancel.
+    /// - Throws: what `work` throws, as a `CKError` (a cancellation as ``CKError/Code/operationCancelled``).
     func exclusively(_ work: @escaping @Sendable () async throws -> Void) async throws {
+        let asked = cancellations.current
         await runner.acquire()
+        guard cancellations.current == asked else {
+            await runner.release()
+            throw CKError(.operationCancelled, message: "the sync engine's operations were cancelled")
+        }
         let task = Task { try await work() }
         current.withLock { $0 = task }
         let result = await withTaskCancellationHandler {
@@ -91,7 +111,11 @@ public final class CKSyncEngine: Sendable {
         }
         current.withLock { $0 = nil }
         await runner.release()
-        try result.get()
+        do {
+            try result.get()
+        } catch {
+            throw CKError.wrapping(error)
+        }
     }
 
     /// Delivers an event to the delegate.

@@ -11,7 +11,9 @@ public protocol CKSyncEngineDelegate: AnyObject, Sendable {
         _ context: CKSyncEngine.SendChangesContext, syncEngine: CKSyncEngine
     ) async -> CKSyncEngine.RecordZoneChangeBatch?
 
-    /// The options of a scheduled fetch; the context's by default.
+    /// The options of the fetch about to start, scheduled (``CKSyncEngine/SyncReason/scheduled``)
+    /// or asked for by the app (``CKSyncEngine/SyncReason/manual``, with the options it gave):
+    /// narrow its scope or put zones first. The context's options by default.
     func nextFetchChangesOptions(
         _ context: CKSyncEngine.FetchChangesContext, syncEngine: CKSyncEngine
     ) async -> CKSyncEngine.FetchChangesOptions

@@ -27,15 +27,24 @@ public final class CKRecordZone: NSObject, NSSecureCoding, NSCopying, Sendable {
     public let zoneID: ID
     /// What the zone supports; custom zones support all four, the default zone none.
     public let capabilities: Capabilities
+    /// The zone's share (`CKShare(recordZoneID:)`, named ``CKRecordNameZoneWideShare``) when the
+    /// zone is shared whole: set on zones the server lists (``CKDatabase/allRecordZones()``,
+    /// ``CKDatabase/recordZone(for:)``), `nil` otherwise.
+    public let share: CKRecord.Reference?
 
     /// A zone of the current user.
     public convenience init(zoneName: String) {
         self.init(zoneID: ID(zoneName: zoneName))
     }
 
-    public init(zoneID: ID) {
+    public convenience init(zoneID: ID) {
+        self.init(zoneID: zoneID, share: nil)
+    }
+
+    init(zoneID: ID, share: CKRecord.Reference?) {
         self.zoneID = zoneID
         self.capabilities = zoneID.zoneName == ID.defaultZoneName ? [] : [.fetchChanges, .atomic, .sharing, .zoneWideSharing]
+        self.share = share
     }
 
     /// The default zone of the current user.
@@ -45,11 +54,12 @@ public final class CKRecordZone: NSObject, NSSecureCoding, NSCopying, Sendable {
 
     public func encode(with coder: NSCoder) {
         coder.encode(zoneID, forKey: "ZoneID")
+        if let share { coder.encode(share, forKey: "Share") }
     }
 
     public required convenience init?(coder: NSCoder) {
         guard let id = coder.decodeObject(of: ID.self, forKey: "ZoneID") else { return nil }
-        self.init(zoneID: id)
+        self.init(zoneID: id, share: coder.decodeObject(of: CKRecord.Reference.self, forKey: "Share"))
     }
 
     public func copy(with zone: NSZone? = nil) -> Any { self }

@@ -72,7 +72,7 @@ extension CloudKitAPI {
         for access in try await sharedZones(of: user, container: call.identity.container, environment: call.identity.environment) {
             let acting = call.actingInSharedZone(of: access.owner)
             if let zone = try await store.lookupZones([access.zone], in: acting.database).first ?? nil {
-                zones.append(try zoneJSON(zone, acting))
+                zones.append(try await zoneJSONWithShare(zone, acting))
             }
         }
         return .object(["zones": .array(zones)])
@@ -91,7 +91,7 @@ extension CloudKitAPI {
                 guard let zone = try await store.lookupZones([zoneID.zoneName], in: acting.database).first ?? nil else {
                     throw CloudKitError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist", zoneID: zoneID)
                 }
-                zones.append(try zoneJSON(zone, acting))
+                zones.append(try await zoneJSONWithShare(zone, acting))
             } catch let error as CloudKitError {
                 zones.append(call.errorJSON(error))
             }

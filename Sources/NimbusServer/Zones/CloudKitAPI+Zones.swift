@@ -13,14 +13,33 @@ extension CloudKitAPI {
         ])
     }
 
+    /// ``zoneJSON(_:_:)`` and, for a zone shared whole, `share`: a reference to its share record
+    /// (`cloudkit.zoneshare`), what CloudKit's `CKRecordZone.share` holds. A Nimbus addition to
+    /// the zone dictionary of `zones/list` and `zones/lookup` (Apple's framework learns it over
+    /// its own protocol; CloudKit Web Services clients ignore the key).
+    func zoneJSONWithShare(_ zone: ZoneState, _ call: APICall) async throws -> JSON {
+        let json = try zoneJSON(zone, call)
+        guard zone.zoneName != ZoneID.defaultZoneName, case .object(var fields) = json,
+            let share = try await store.lookupRecords([SystemFields.zoneShareName], zone: zone.zoneName, in: call.database)
+                .first ?? nil,
+            !share.deleted
+        else { return json }
+        fields["share"] = .object([
+            "recordName": .string(SystemFields.zoneShareName), "zoneID": call.responseZoneID(zone.zoneName).wireJSON,
+            "action": .string("NONE"),
+        ])
+        return .object(fields)
+    }
+
     func deletedZoneJSON(_ zoneName: String, _ call: APICall) -> JSON {
         .object(["zoneID": call.responseZoneID(zoneName).wireJSON, "deleted": .bool(true)])
     }
 
     /// `zones/list`.
     func listZones(_ call: APICall) async throws -> JSON {
-        let zones = try await store.listZones(in: call.database)
-        return .object(["zones": .array(try zones.map { try zoneJSON($0, call) })])
+        var zones: [JSON] = []
+        for zone in try await store.listZones(in: call.database) { zones.append(try await zoneJSONWithShare(zone, call)) }
+        return .object(["zones": .array(zones)])
     }
 
     /// `zones/lookup`.
@@ -35,12 +54,16 @@ extension CloudKitAPI {
             zoneIDs.append(try call.requestZoneID(try reader.optional("zoneID") ?? reader))
         }
         let found = try await store.lookupZones(zoneIDs.map(\.zoneName), in: call.database)
-        let zones: [JSON] = try zip(zoneIDs, found).map { zoneID, zone in
-            if let zone { return try zoneJSON(zone, call) }
-            return call.errorJSON(
-                CloudKitError(
-                    .zoneNotFound, "zone '\(zoneID.zoneName)' does not exist",
-                    zoneID: call.responseZoneID(zoneID.zoneName)))
+        var zones: [JSON] = []
+        for (zoneID, zone) in zip(zoneIDs, found) {
+            if let zone {
+                zones.append(try await zoneJSONWithShare(zone, call))
+            } else {
+                zones.append(call.errorJSON(
+                    CloudKitError(
+                        .zoneNotFound, "zone '\(zoneID.zoneName)' does not exist",
+                        zoneID: call.responseZoneID(zoneID.zoneName))))
+            }
         }
         return .object(["zones": .array(zones)])
     }

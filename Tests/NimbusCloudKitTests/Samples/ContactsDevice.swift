@@ -20,6 +20,20 @@ actor ContactsDevice: CKSyncEngineDelegate {
     private(set) var events: [String] = []
     /// Each zone deletion fetched, as "zone reason".
     private(set) var zoneDeletions: [String] = []
+    /// Sends its batches atomically by zone (each zone's changes succeed or fail together).
+    private(set) var atomicByZone = false
+    /// Contacts edited without a pending change (``editUntracked(_:name:at:)``), sent when the
+    /// engine asks with ``CKSyncEngine/State/hasPendingUntrackedChanges`` set.
+    private(set) var untracked: [String] = []
+    /// How many times the engine asked for a batch.
+    private(set) var batchRequests = 0
+    /// The zones this device's fetches leave out (through `nextFetchChangesOptions`), and the
+    /// reason of each fetch it was asked about.
+    private var excludedFromFetches: [CKRecordZone.ID] = []
+    private(set) var fetchReasons: [CKSyncEngine.SyncReason] = []
+    /// An event the device stops in (``hold(at:)``) until ``release()``.
+    private var holdAt: String?
+    private var holding: CheckedContinuation<Void, Never>?
     private var engine: CKSyncEngine?
     private var waiters: [Int: (condition: @Sendable (isolated ContactsDevice) -> Bool, done: CheckedContinuation<Void, Never>)] = [:]
     private var nextWaiter = 0
@@ -49,6 +63,27 @@ actor ContactsDevice: CKSyncEngineDelegate {
 
     func clearEvents() { events = [] }
 
+    func sendAtomicallyByZone(_ atomic: Bool) { atomicByZone = atomic }
+
+    /// Creates or edits a contact without telling the engine (the app tracks it itself).
+    func editUntracked(_ id: String, name: String, at date: Date) {
+        contacts[id] = Contact(name: name, modified: date, systemFields: contacts[id]?.systemFields)
+        untracked.append(id)
+    }
+
+    /// Leaves `zones` out of every fetch, through `nextFetchChangesOptions`.
+    func excludeFromFetches(_ zones: [CKRecordZone.ID]) { excludedFromFetches = zones }
+
+    /// Stops the engine in the first event whose description starts with `prefix`, until
+    /// ``release()`` (``until(_:)`` sees `holding <event>` in ``events`` meanwhile).
+    func hold(at prefix: String) { holdAt = prefix }
+
+    func release() {
+        holdAt = nil
+        holding?.resume()
+        holding = nil
+    }
+
     /// Returns once `condition` holds: checked now and after each event the engine reports
     /// (no polling). Cancelling the waiting task ends the wait.
     func until(_ condition: @escaping @Sendable (isolated ContactsDevice) -> Bool) async {
@@ -75,13 +110,28 @@ actor ContactsDevice: CKSyncEngineDelegate {
         }
     }
 
-    static func recordID(_ id: String) -> CKRecord.ID { CKRecord.ID(recordName: id, zoneID: zoneID) }
+    /// A contact's record ID: `name` in the Contacts zone, `Zone/name` in another zone.
+    static func recordID(_ id: String) -> CKRecord.ID {
+        let parts = id.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return CKRecord.ID(recordName: id, zoneID: zoneID) }
+        return CKRecord.ID(recordName: parts[1], zoneID: CKRecordZone.ID(zoneName: parts[0]))
+    }
+
+    /// The contact a record ID names (the inverse of ``recordID(_:)``).
+    static func key(_ recordID: CKRecord.ID) -> String {
+        recordID.zoneID == zoneID ? recordID.recordName : "\(recordID.zoneID.zoneName)/\(recordID.recordName)"
+    }
 
     // MARK: - CKSyncEngineDelegate
 
     func handleEvent(_ event: CKSyncEngine.Event, syncEngine: CKSyncEngine) async {
         defer { wakeWaiters() }
         events.append(event.description)
+        if let prefix = holdAt, event.description.hasPrefix(prefix) {
+            events.append("holding \(event.description)")
+            wakeWaiters()
+            await withCheckedContinuation { holding = $0 }
+        }
         switch event {
         case .stateUpdate(let update):
             savedState = update.stateSerialization
@@ -93,12 +143,12 @@ actor ContactsDevice: CKSyncEngineDelegate {
             for deletion in changes.deletions where deletion.zoneID == Self.zoneID { contacts = [:] }
         case .fetchedRecordZoneChanges(let changes):
             for modification in changes.modifications { merge(modification.record) }
-            for deletion in changes.deletions { contacts[deletion.recordID.recordName] = nil }
+            for deletion in changes.deletions { contacts[Self.key(deletion.recordID)] = nil }
         case .sentRecordZoneChanges(let sent):
-            for record in sent.savedRecords { contacts[record.recordID.recordName]?.systemFields = Self.archive(record) }
+            for record in sent.savedRecords { contacts[Self.key(record.recordID)]?.systemFields = Self.archive(record) }
             for failure in sent.failedRecordSaves {
-                events.append("failed \(failure.record.recordID.recordName) \(failure.error.code)")
-                recover(failure.record.recordID.recordName, from: failure.error, syncEngine)
+                events.append("failed \(Self.key(failure.record.recordID)) \(failure.error.code)")
+                recover(Self.key(failure.record.recordID), from: failure.error, syncEngine)
             }
         default:
             break
@@ -108,18 +158,41 @@ actor ContactsDevice: CKSyncEngineDelegate {
     func nextRecordZoneChangeBatch(
         _ context: CKSyncEngine.SendChangesContext, syncEngine: CKSyncEngine
     ) async -> CKSyncEngine.RecordZoneChangeBatch? {
+        batchRequests += 1
         let pending = syncEngine.state.pendingRecordZoneChanges.filter { context.options.scope.contains($0) }
         let snapshot = contacts
-        return await CKSyncEngine.RecordZoneChangeBatch(pendingChanges: pending) { recordID in
-            snapshot[recordID.recordName].map { Self.record(recordID.recordName, $0) }
+        guard atomicByZone || !untracked.isEmpty else {
+            return await CKSyncEngine.RecordZoneChangeBatch(pendingChanges: pending) { recordID in
+                snapshot[Self.key(recordID)].map { Self.record(Self.key(recordID), $0) }
+            }
         }
+        // The app's own list: the pending changes and the untracked edits, in one batch.
+        var saves = untracked.compactMap { id in snapshot[id].map { Self.record(id, $0) } }
+        var deletes: [CKRecord.ID] = []
+        untracked = []
+        for change in pending {
+            switch change {
+            case .saveRecord(let id): if let contact = snapshot[Self.key(id)] { saves.append(Self.record(Self.key(id), contact)) }
+            case .deleteRecord(let id): deletes.append(id)
+            }
+        }
+        guard !saves.isEmpty || !deletes.isEmpty else { return nil }
+        return CKSyncEngine.RecordZoneChangeBatch(recordsToSave: saves, recordIDsToDelete: deletes, atomicByZone: atomicByZone)
+    }
+
+    func nextFetchChangesOptions(
+        _ context: CKSyncEngine.FetchChangesContext, syncEngine: CKSyncEngine
+    ) async -> CKSyncEngine.FetchChangesOptions {
+        fetchReasons.append(context.reason)
+        guard !excludedFromFetches.isEmpty else { return context.options }
+        return CKSyncEngine.FetchChangesOptions(scope: .allExcluding(excludedFromFetches))
     }
 
     // MARK: - The sample's rules
 
     /// A fetched contact replaces the local one unless the local edit is newer and unsent.
     private func merge(_ record: CKRecord) {
-        let id = record.recordID.recordName
+        let id = Self.key(record.recordID)
         let server = Contact(
             name: record["name"] as? String ?? "", modified: record["modified"] as? Date ?? .distantPast,
             systemFields: Self.archive(record))
@@ -145,7 +218,7 @@ actor ContactsDevice: CKSyncEngineDelegate {
                     name: server["name"] as? String ?? "", modified: serverDate, systemFields: Self.archive(server))
             }
         case .zoneNotFound:
-            engine.state.add(pendingDatabaseChanges: [.saveZone(CKRecordZone(zoneID: Self.zoneID))])
+            engine.state.add(pendingDatabaseChanges: [.saveZone(CKRecordZone(zoneID: Self.recordID(id).zoneID))])
             contacts[id]?.systemFields = nil
             engine.state.add(pendingRecordZoneChanges: [.saveRecord(Self.recordID(id))])
         case .unknownItem:

@@ -26,8 +26,13 @@ struct ZoneSharingSampleTests {
             let bobParticipant = try await alice.shareParticipant(forUserRecordID: try await bob.userRecordID())
             bobParticipant.permission = .readWrite
             share.addParticipant(bobParticipant)
+            #expect(try await alice.privateCloudDatabase.recordZone(for: zone.zoneID).share == nil)
             let saved = try #require(try await alice.privateCloudDatabase.save(share) as? CKShare)
             let url = try #require(saved.url)
+            // The zone now names its share, as the sample's `fetchOrCreateShare` reads it.
+            let listed = try #require(try await alice.privateCloudDatabase.allRecordZones().first { $0.zoneID == zone.zoneID })
+            #expect(listed.share?.recordID == saved.recordID)
+            #expect(try await alice.privateCloudDatabase.record(for: try #require(listed.share).recordID) is CKShare)
 
             let metadata = try await bob.shareMetadata(for: url)
             #expect(metadata.hierarchicalRootRecordID == nil)
@@ -36,6 +41,7 @@ struct ZoneSharingSampleTests {
 
             let shared = bob.sharedCloudDatabase
             let sharedZoneID = try #require(try await shared.databaseChanges(since: nil).modifications.first?.zoneID)
+            #expect(try await shared.allRecordZones().first?.share?.recordID.recordName == CKRecordNameZoneWideShare)
             let changes = try await shared.recordZoneChanges(inZoneWith: sharedZoneID, since: nil)
             #expect(changes.modificationResultsByID.keys.contains { $0.recordName == "grace" })
 
