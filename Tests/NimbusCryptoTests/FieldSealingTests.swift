@@ -54,6 +54,32 @@ struct FieldSealingTests {
         #expect(Self.code { _ = try FieldSealing.open(envelope, keys: [impostor], for: Self.place) } == .authenticationFailed)
     }
 
+    /// An envelope whose parts were re-ordered (nonce, ciphertext and tag moved around, the
+    /// ciphertext's blocks swapped, two envelopes spliced) is refused, never opened wrongly.
+    @Test func aReorderedOrSplicedValueFailsAuthentication() throws {
+        let key = ZoneKey()
+        let text = Array("Beach at dawn, then the harbour at noon".utf8)
+        let envelope = try FieldSealing.seal(text, with: key, for: Self.place)
+        let other = try FieldSealing.seal(Array("Dunes".utf8) + Array(repeating: 0x20, count: text.count - 5), with: key, for: Self.place)
+        let head = Array(envelope.prefix(17))  // version and key ID
+        let nonce = Array(envelope[17..<29])
+        let body = Array(envelope[29..<(envelope.count - 16)])
+        let tag = Array(envelope.suffix(16))
+        let reorderings: [[UInt8]] = [
+            head + Array(body.prefix(12)) + nonce + Array(body.dropFirst(12)) + tag,  // nonce and ciphertext swapped
+            head + nonce + tag + body,  // the tag before the ciphertext
+            head + nonce + Array(body.dropFirst(16)) + Array(body.prefix(16)) + tag,  // the ciphertext's blocks rotated
+            head + nonce + Array(body.reversed()) + tag,
+            head + Array(other[17..<29]) + body + tag,  // another envelope's nonce
+            head + nonce + body + Array(other.suffix(16)),  // another envelope's tag
+            head + nonce + Array(body.prefix(16)) + Array(other[(29 + 16)..<(other.count - 16)]) + tag,  // spliced
+        ]
+        for (index, reordered) in reorderings.enumerated() {
+            #expect(Self.code { _ = try FieldSealing.open(reordered, keys: [key], for: Self.place) } == .authenticationFailed, "\(index)")
+        }
+        #expect(try FieldSealing.open(envelope, keys: [key], for: Self.place) == text)
+    }
+
     /// A server that moves a ciphertext to another field, record, zone, owner or container is caught.
     @Test func aValueMovedElsewhereDoesNotOpen() throws {
         let key = ZoneKey()

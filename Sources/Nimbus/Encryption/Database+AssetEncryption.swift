@@ -6,15 +6,18 @@ import NimbusProtocol
 /// Encrypted assets (docs/ENCRYPTION.md, "Encrypted assets"). The rule, as in CloudKit, where
 /// every asset is encrypted: with ``Container/encryption`` set, every asset this device
 /// uploads to the private database is encrypted, each file with its own key wrapped by the
-/// zone's key in the asset's `wrappingKey`; the public database's assets are not (no one key
-/// reaches everyone), nor yet those a participant uploads through the shared database.
+/// zone's key in the asset's `wrappingKey`, and so is every asset a participant uploads
+/// through the shared database, with the zone key its owner granted them (none granted:
+/// ``NimbusError/Code/encryptionKeysMissing``, never a plain upload); the public database's
+/// assets are not (no one key reaches everyone).
 /// Reading needs nothing new: ``Database/download(_:to:progress:)`` and
 /// ``Database/bytes(of:in:)`` open an encrypted asset on a device that holds the zone's keys
 /// (the owner's devices, and participants the owner granted the zone's key), whichever
 /// database it was fetched from.
 extension Database {
-    /// Whether this database encrypts the assets it uploads (the rule above).
-    package var encryptsAssets: Bool { scope == .private && container.encryption != nil }
+    /// Whether this database encrypts the assets it uploads (the rule above): the private and
+    /// shared databases of a container with keys.
+    package var encryptsAssets: Bool { scope != .public && container.encryption != nil }
 
     /// Uploads one asset file for `slot` and returns the server's `singleFile`; when this
     /// database ``encryptsAssets``, the file's ciphertext (streamed through a temporary file),

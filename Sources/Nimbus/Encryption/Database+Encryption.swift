@@ -38,6 +38,9 @@ extension Database {
     ///   (nothing is decrypted); ``NimbusError/Code/encryptionKeysMissing`` when this device
     ///   lacks the key it was sealed with.
     func opened(_ record: Record) async throws(NimbusError) -> Record {
+        if EncryptionKeys.isKeyDirectoryRecord(record), let keys = container.encryption {
+            await keys.noteFetched(record, in: self)
+        }
         try await checkAssetPlaces(of: record)
         let sealedFields = record.values.compactMap { field, value in value.encryptedBytesValue.map { (field, $0) } }
         guard !sealedFields.isEmpty else { return record }

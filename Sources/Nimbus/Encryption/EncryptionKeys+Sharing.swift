@@ -19,7 +19,8 @@ extension EncryptionKeys {
     /// encryption after being invited.
     /// - Parameter rootRecordID: the root of a hierarchy share read back from the server
     ///   (whose ``Share/rootRecordID`` is `nil`); the grants live under it.
-    /// - Returns: the participants that got the keys (those without published keys did not).
+    /// - Returns: the participants that got the keys (those without published keys did not,
+    ///   nor those whose directory entry someone else created).
     @discardableResult
     public func shareKeys(for share: Share, rootRecordID: Record.ID? = nil, in database: Database) async throws -> [String] {
         let zoneID = share.id.zoneID
@@ -62,7 +63,15 @@ extension EncryptionKeys {
         var grants: [Record] = []
         var granted: [String] = []
         for participant in participants {
-            guard let published = try await KeyDirectory.entry(of: participant, in: container)?.keys else { continue }
+            // No entry, or one the participant did not publish (someone else's keys in their
+            // name): they get nothing, the others still get their keys.
+            let entry: PublishedKeys?
+            do {
+                entry = try await KeyDirectory.entry(of: participant, in: container)?.keys
+            } catch let error as NimbusError where error.code == .decryptionFailed {
+                entry = nil
+            }
+            guard let published = entry else { continue }
             let grantContext = Self.grantContext(container, zoneID.zoneName, owner: owner, participant: participant)
             for (id, key) in zoneKeysByID {
                 let wrapped = Data(try WrappedKey.wrap(key, to: published.sharingKey, context: grantContext).bytes)
@@ -89,6 +98,8 @@ extension EncryptionKeys {
         current.setFieldValue(.list(elementType: .string, granted.map { .string($0) }), forKey: "grantees")
         if let root, !share.isZoneWide { current["shareRoot"] = root.recordName }
         _ = try await keys.save(current)
+        let cache = Self.cacheKey(database, zoneID.zoneName)
+        if granted.isEmpty { sharedZones.remove(cache) } else { sharedZones.insert(cache) }
         return granted
     }
 

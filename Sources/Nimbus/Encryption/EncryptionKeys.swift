@@ -33,8 +33,15 @@ public actor EncryptionKeys {
     var zoneKeys: [String: [ZoneKey]] = [:]
     /// The key new values of a zone are sealed with, by ``cacheKey(_:_:)``.
     var currentKeys: [String: ZoneKey] = [:]
+    /// The zones (by ``cacheKey(_:_:)``) whose keys were given to participants when this
+    /// device last read them: their current key is read again at each save, so that a
+    /// rotation another device made when removing a participant takes effect at once.
+    var sharedZones: Set<String> = []
     /// The containers whose account another device reset: this device's key is stale.
     var resetElsewhere: Set<String> = []
+    /// The containers whose account revoked this device (seen while it ran): it seals and
+    /// opens nothing more.
+    var revokedHere: Set<String> = []
     /// The enrolment offers this device made, by offer ID (hex): each answers once.
     var enrolmentOffers: [String: EnrolmentOffer] = [:]
 
@@ -129,9 +136,17 @@ public actor EncryptionKeys {
             let (key, owner) = try await grantedKey(for: zoneID, keyID: nil, in: database)
             return (key, owner)
         }
-        let (account, owner) = try await owned(zoneID, in: database)
+        return try await withCurrentAccount(of: zoneID, in: database) { (account, owner) -> (key: ZoneKey, owner: String) in
+            try await ownSealingKey(for: zoneID, account: account, owner: owner, in: database)
+        }
+    }
+
+    /// ``sealingKey(for:in:)`` in one of this user's own zones.
+    private func ownSealingKey(
+        for zoneID: ZoneID, account: KeyAgreementIdentity, owner: String, in database: Database
+    ) async throws -> (key: ZoneKey, owner: String) {
         let cache = Self.cacheKey(database, zoneID.zoneName)
-        if let key = currentKeys[cache] { return (key, owner) }
+        if let key = currentKeys[cache], !sharedZones.contains(cache) { return (key, owner) }
         let keys = database.container.privateCloudDatabase
         let currentID = Self.zoneKeyRecordID(zoneID.zoneName, keyID: nil)
         for _ in 0..<2 {
@@ -175,20 +190,24 @@ public actor EncryptionKeys {
             let (key, owner) = try await grantedKey(for: zoneID, keyID: id, in: database)
             return ([key], owner)
         }
-        let (account, owner) = try await owned(zoneID, in: database)
         let cache = Self.cacheKey(database, zoneID.zoneName)
-        let known = zoneKeys[cache] ?? []
-        if known.contains(where: { $0.id == id }) { return (known, owner) }
-        let recordID = Self.zoneKeyRecordID(zoneID.zoneName, keyID: id)
-        guard let key = try await directoryKey(recordID, zone: zoneID.zoneName, owner: owner, account: account, in: database),
-            key.id == id
-        else {
-            throw NimbusError(
-                .encryptionKeysMissing,
-                "zone '\(zoneID.zoneName)' holds values sealed with a key (\(hexString(id))) that the key directory does "
-                    + "not give this account: the zone was reset or its key is lost")
+        return try await withCurrentAccount(of: zoneID, in: database) { (account, owner) -> (keys: [ZoneKey], owner: String) in
+            let known = zoneKeys[cache] ?? []
+            if known.contains(where: { $0.id == id }) { return (known, owner) }
+            let recordID = Self.zoneKeyRecordID(zoneID.zoneName, keyID: id)
+            guard let key = try await directoryKey(recordID, zone: zoneID.zoneName, owner: owner, account: account, in: database),
+                key.id == id
+            else {
+                throw NimbusError(
+                    .encryptionKeysMissing,
+                    "zone '\(zoneID.zoneName)' holds values sealed with a key (\(hexString(id))) that the key directory does "
+                        + "not give this account: the zone was reset or its key is lost")
+            }
+            // A key this device did not know: another device rotated the zone's key (a
+            // participant removed, a device revoked). New values take the new current key.
+            currentKeys[cache] = nil
+            return (zoneKeys[cache] ?? [key], owner)
         }
-        return (zoneKeys[cache] ?? [key], owner)
     }
 
     // MARK: - Helpers
@@ -233,7 +252,11 @@ public actor EncryptionKeys {
         }
         do {
             let key = try SelfWrappedKey.unwrap(Array(sealed), account: account, context: Self.context(database, zone, owner))
-            remember(key, Self.cacheKey(database, zone))
+            let cache = Self.cacheKey(database, zone)
+            remember(key, cache)
+            if recordID == Self.zoneKeyRecordID(zone, keyID: nil) {
+                if Self.strings(record, "grantees").isEmpty { sharedZones.remove(cache) } else { sharedZones.insert(cache) }
+            }
             return key
         } catch {
             throw NimbusError(
@@ -258,6 +281,10 @@ public actor EncryptionKeys {
     func accountKey(in container: Container, required: Bool) async throws -> KeyAgreementIdentity? {
         if resetElsewhere.contains(container.identifier) {
             guard !required else { throw Self.resetOnAnotherDevice() }
+            return nil
+        }
+        if revokedHere.contains(container.identifier) {
+            guard !required else { throw Self.revoked() }
             return nil
         }
         if let account = accounts[container.identifier] { return account }

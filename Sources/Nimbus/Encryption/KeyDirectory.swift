@@ -23,9 +23,9 @@ public struct PublishedKeys: Sendable, Equatable {
 }
 
 /// The directory's records: one record per user, `keys-<user record name>` of type
-/// `NimbusUserKeys` in the public database's default zone. The public database's default
-/// grants let everyone read it and only its creator change it; a reader accepts an entry only
-/// when its creator is the user it names.
+/// `NimbusUserKeys` in the public database's default zone. Everyone reads it; the server lets
+/// only the user it names create or change it (`KeyDirectoryRules`); a reader still accepts
+/// an entry only when its creator is the user it names.
 enum KeyDirectory {
     static let recordType = "NimbusUserKeys"
 

@@ -31,6 +31,9 @@ extension CloudKitAPI {
             var record = try Record(wire: recordReader)
             let sharing = try RecordSharingParts(reader: recordReader, record: &record)
             try SchemaRules.checkEncryptedFields(of: record, scope: call.database.scope)
+            if !type.isDelete {
+                try KeyDirectoryRules.checkSave(of: record, scope: call.database.scope, caller: caller.userRecordName)
+            }
             if let recordZone = record.zoneID {
                 try call.identity.checkOwner(of: recordZone)
                 guard recordZone.zoneName == zoneID.zoneName else {

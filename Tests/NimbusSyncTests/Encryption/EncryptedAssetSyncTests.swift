@@ -1,5 +1,6 @@
 import Foundation
 import Nimbus
+import NimbusEngines
 import NimbusProtocol
 import NimbusServer
 import NimbusStore
@@ -69,6 +70,22 @@ struct EncryptedAssetSyncTests {
             }
         }
         #expect(dumped.contains("Beach"), "the title, not encrypted, is in clear: the dump finds what is there")
+
+        // Nor does an export of the container (`nimbus export`'s core, through the engine's seams).
+        let out = URL(fileURLWithPath: "\(harness.directory)/export-\(UUID().uuidString)")
+        let store = harness.server.store
+        let summary = try await ContainerExport.write(
+            container: SyncHarness.containerID, from: store, assets: try harness.storage.openAssets(for: store, directory: nil),
+            to: out)
+        #expect(summary.assets >= 1 && summary.missingAssets == 0)
+        let exported = try EncryptedSyncTests.files(under: out.path)
+        #expect(exported.count > photo.count, "the export holds the asset's bytes")
+        for secret in [marker, caption] {
+            for form in MarkerForms.of(secret) {
+                #expect(!exported.contains(form), "\(engine): '\(form)' (a form of \(secret)) is in the export")
+            }
+        }
+        #expect(exported.contains("Beach"), "the title, not encrypted, is in clear in the export")
 
         // Another user with keys of their own cannot open it (nor can the server give them a key).
         let mallory = try await harness.server.store.createUser(

@@ -94,17 +94,7 @@ struct EncryptedSyncTests {
     static func dump(_ storage: StorageLocation) async throws -> String {
         switch storage {
         case .sqlite(let directory):
-            var text = ""
-            let files = FileManager.default.enumerator(atPath: directory)
-            while let file = files?.nextObject() as? String {
-                let path = (directory as NSString).appendingPathComponent(file)
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-                    continue
-                }
-                text += String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
-            }
-            return text
+            return try files(under: directory)
         case .postgres(let url, let schema):
             var logger = Logger(label: "e2e-test")
             logger.logLevel = .critical
@@ -126,6 +116,21 @@ struct EncryptedSyncTests {
                 throw error
             }
         }
+    }
+
+    /// Every file under `directory` (an export, a data directory), as one text of its bytes.
+    static func files(under directory: String) throws -> String {
+        var text = ""
+        let files = FileManager.default.enumerator(atPath: directory)
+        while let file = files?.nextObject() as? String {
+            let path = (directory as NSString).appendingPathComponent(file)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                continue
+            }
+            text += String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+        }
+        return text
     }
 }
 
