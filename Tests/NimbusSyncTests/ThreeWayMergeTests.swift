@@ -25,6 +25,24 @@ struct ThreeWayMergeTests {
         #expect(resolutions.first { $0.field == "title" }?.lostValue?.contains("mine") == true)
     }
 
+    /// A file's asset fetched again comes with a new download URL: that is no change on the
+    /// server's side, so this device's new file (and the fields it changed with it) go
+    /// through together, even under `serverWins`.
+    @Test func anAssetReadAgainIsNoChange() {
+        func asset(_ checksum: String, url: String?) -> FieldValue {
+            .asset(NimbusProtocol.Asset(fileChecksum: checksum, size: 1, downloadURL: url))
+        }
+        let rules = MergeRules(defaultPolicy: .serverWins)
+        let (merged, resolutions) = ThreeWayMerge.merge(
+            ancestor: ["content": asset("old", url: "https://a/1"), "sha": "old", "folder": "x"],
+            local: ["content": asset("new", url: "file:///staged"), "sha": "new", "folder": "x"],
+            server: ["content": asset("old", url: "https://a/2"), "sha": "old", "folder": "y"], rules: rules)
+        #expect(merged["content"] == asset("new", url: "file:///staged"))
+        #expect(merged["sha"] == "new")
+        #expect(merged["folder"] == "y")
+        #expect(resolutions.isEmpty)
+    }
+
     @Test func latestEditWinsByTimestampField() {
         let rules = MergeRules(defaultPolicy: .latestEdit(timestampField: "editedAt"))
         let (merged, _) = ThreeWayMerge.merge(

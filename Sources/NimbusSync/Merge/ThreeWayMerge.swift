@@ -1,3 +1,4 @@
+import Nimbus
 import NimbusProtocol
 
 /// The outcome of merging one field both sides changed.
@@ -24,13 +25,15 @@ public enum ThreeWayMerge {
         let keys = Set(ancestor.keys).union(local.keys).union(server.keys)
         for key in keys.sorted() {
             let base = ancestor[key], mine = local[key], theirs = server[key]
-            let localChanged = mine != base
-            let serverChanged = theirs != base
+            // Assets compare by the bytes they stand for, not by their download URLs (signed
+            // anew by every read): a copy fetched again is no change.
+            let localChanged = !same(mine, base)
+            let serverChanged = !same(theirs, base)
             if !localChanged { continue }  // server value (or its absence) stands
             let policy = rules.policy(for: key)
             // Equal values are no conflict, except for a counter: both sides counting 1 → 2
             // made two increments.
-            if !serverChanged || (mine == theirs && policy != .counter) {
+            if !serverChanged || (same(mine, theirs) && policy != .counter) {
                 result[key] = mine
                 continue
             }
@@ -43,6 +46,12 @@ public enum ThreeWayMerge {
                     policy: "\(policy)"))
         }
         return (result, resolutions)
+    }
+
+    /// Whether two values (either absent) hold the same data.
+    static func same(_ a: FieldValue?, _ b: FieldValue?) -> Bool {
+        guard let a else { return b == nil }
+        return a.sameData(as: b)
     }
 
     static func resolve(
