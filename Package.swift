@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "NimbusSQLite", targets: ["NimbusSQLite"]),
         .library(name: "NimbusPostgres", targets: ["NimbusPostgres"]),
         .library(name: "NimbusEngines", targets: ["NimbusEngines"]),
+        .library(name: "NimbusObjectStore", targets: ["NimbusObjectStore"]),
         .library(name: "NimbusMemory", targets: ["NimbusMemory"]),
         .library(name: "NimbusServer", targets: ["NimbusServer"]),
         .library(name: "Nimbus", targets: ["Nimbus"]),
@@ -128,6 +129,20 @@ let package = Package(
             dependencies: ["NimbusStore", "NimbusProtocol"],
             swiftSettings: swiftSettings
         ),
+        // Asset bytes in an S3-compatible object store (AWS S3, MinIO, R2, Garage…): SigV4
+        // composed from swift-crypto, requests by AsyncHTTPClient.
+        .target(
+            name: "NimbusObjectStore",
+            dependencies: [
+                "NimbusStore",
+                "NimbusProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The engines Nimbus ships, composed: opens the storage a `StorageLocation` names and
         // starts a server on it. What `nimbus`, the benchmarks and the tests link; the server
         // itself knows only the storage core.
@@ -138,6 +153,8 @@ let package = Package(
                 "NimbusSQLite",
                 "NimbusPostgres",
                 "NimbusServer",
+                // Asset bytes in an S3-compatible bucket (`--assets s3://…`).
+                "NimbusObjectStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -529,6 +546,22 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // An upload's file written from `ByteBuffer`s (UploadFileTests).
                 .product(name: "NIOCore", package: "swift-nio"),
+                // Blobs named by their SHA-256 (AssetMigrationTests).
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The SigV4 signer against AWS's published examples, and the S3 asset store against a
+        // real S3-compatible server (moto's, started by scripts/throwaway-s3.sh).
+        .testTarget(
+            name: "NimbusObjectStoreTests",
+            dependencies: [
+                "NimbusTestSupport",
+                "NimbusObjectStore", "NimbusStore", "NimbusProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -13,7 +13,7 @@ struct NimbusCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, ContainerCommand.self, UserCommand.self, TokenCommand.self, SessionCommand.self,
             KeyCommand.self, OperatorCommand.self, TraceCommand.self,
-            CompactCommand.self, SchemaCommand.self, RoleCommand.self, ExportCommand.self,
+            CompactCommand.self, SchemaCommand.self, RoleCommand.self, ExportCommand.self, AssetsCommand.self,
         ])
 }
 

@@ -26,7 +26,15 @@ extension RunningServer {
         let store = try await configuration.storage.open(logger: logger, clock: configuration.clock)
         let assetBytes: any AssetStore
         do {
-            assetBytes = try configuration.storage.openAssets(for: store, directory: configuration.assets.directory)
+            // An object store checks signatures against the real time, not the server's clock
+            // (which tests may set to another day): signing uses the system clock.
+            let primary = try configuration.storage.openAssets(for: store, at: configuration.assets.location)
+            if let previous = configuration.assets.previousLocation {
+                assetBytes = FallbackAssetStore(
+                    primary: primary, previous: try configuration.storage.openAssets(for: store, at: previous))
+            } else {
+                assetBytes = primary
+            }
         } catch {
             try? await store.shutdown()
             throw error

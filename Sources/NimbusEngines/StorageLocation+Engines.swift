@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NimbusObjectStore
 import NimbusPostgres
 import NimbusSQLite
 import NimbusStore
@@ -21,11 +22,23 @@ extension StorageLocation {
         }
     }
 
-    /// Where asset bytes live for `store` (this location's engine): `directory` when one is
-    /// configured (every node must mount it), else `DIR/assets` in SQLite mode and
-    /// PostgreSQL itself in PostgreSQL mode.
-    public func openAssets(for store: any NimbusStorage, directory: String?) throws -> any AssetStore {
-        if let directory { return try FileAssetStore(directory: directory) }
+    /// Where asset bytes live for `store` (this location's engine): `assets` when it names a
+    /// place (a directory every node mounts, an S3-compatible bucket), else `DIR/assets` in
+    /// SQLite mode and PostgreSQL itself in PostgreSQL mode.
+    /// - Parameter environment: where an object store's credentials are read (`AWS_…`).
+    public func openAssets(
+        for store: any NimbusStorage, at assets: AssetLocation = .engineDefault, clock: WallClock = .system,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> any AssetStore {
+        switch assets {
+        case .directory(let directory):
+            return try FileAssetStore(directory: directory)
+        case .objectStore(let location):
+            return try S3AssetStore(
+                location: location, credentials: AWSCredentials.fromEnvironment(environment), clock: clock)
+        case .engineDefault:
+            break
+        }
         switch self {
         case .sqlite(let dataDirectory):
             return try FileAssetStore(directory: (dataDirectory as NSString).appendingPathComponent("assets"))
@@ -35,6 +48,12 @@ extension StorageLocation {
             }
             return PostgresAssetStore(store: postgres)
         }
+    }
+
+    /// ``openAssets(for:at:clock:environment:)`` with `directory` (every node mounts it) or,
+    /// for `nil`, the engine's default place.
+    public func openAssets(for store: any NimbusStorage, directory: String?) throws -> any AssetStore {
+        try openAssets(for: store, at: directory.map { .directory($0) } ?? .engineDefault)
     }
 
     /// Deletes everything stored here: the data directory, or the PostgreSQL schema with all
@@ -51,7 +70,7 @@ extension StorageLocation {
     }
 }
 
-/// A store handed to ``StorageLocation/openAssets(for:directory:)`` that the location did not open.
+/// A store handed to ``StorageLocation/openAssets(for:at:clock:environment:)`` that the location did not open.
 struct StorageEngineMismatch: Error, CustomStringConvertible {
     let location: StorageLocation
     let engine: String

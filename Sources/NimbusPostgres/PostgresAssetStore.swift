@@ -15,7 +15,7 @@ import PostgresNIO
 /// in one transaction. A read fetches one chunk at a time, the next while the current one is
 /// sent. The limits: every byte goes through the database's
 /// WAL and backups, and a 50 MB asset is 50 rows; for large volumes use a shared directory
-/// (``FileAssetStore``) or, later, an S3-compatible store behind the same seam.
+/// (``FileAssetStore``) or an S3-compatible bucket (`S3AssetStore`, module `NimbusObjectStore`).
 public struct PostgresAssetStore: AssetStore {
     let store: PostgresStore
 

@@ -6,12 +6,41 @@ import NimbusStore
 import NimbusTestSupport
 import Testing
 
-/// Asset bytes on PostgreSQL are shared by every node: an upload through one node is saved,
-/// read and collected through another.
+/// Where the nodes of a cluster keep asset bytes that all of them reach.
+enum SharedAssets: String, CaseIterable, CustomTestStringConvertible {
+    /// PostgreSQL's own chunks (the default of PostgreSQL mode).
+    case postgres
+    /// A directory every node mounts (`--assets file:///…`).
+    case directory
+    /// An S3-compatible bucket (`--assets s3://…`), when one is configured.
+    case s3
+
+    static var available: [SharedAssets] {
+        TestObjectStore.enabled ? allCases : [.postgres, .directory]
+    }
+
+    var testDescription: String { rawValue }
+
+    /// The location, and a directory to remove afterwards.
+    func location() throws -> (AssetLocation, String?) {
+        switch self {
+        case .postgres: return (.engineDefault, nil)
+        case .directory:
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-shared-\(UUID().uuidString)").path
+            return (.directory(path), path)
+        case .s3: return (.objectStore(try TestObjectStore.fresh()), nil)
+        }
+    }
+}
+
+/// Asset bytes every node reaches (PostgreSQL's chunks, a shared directory, an S3-compatible
+/// bucket): an upload through one node is saved, read and collected through another.
 @Suite("Assets across PostgreSQL nodes", .enabled(if: Engine.available.contains(.postgres), Engine.postgresHowTo))
 struct MultiNodeAssetTests {
-    @Test func anUploadThroughOneNodeDownloadsFromAnother() async throws {
-        try await TestCluster.with(nodes: 2) { cluster in
+    @Test(arguments: SharedAssets.available) func anUploadThroughOneNodeDownloadsFromAnother(assets: SharedAssets) async throws {
+        let (location, directory) = try assets.location()
+        defer { if let directory { try? FileManager.default.removeItem(atPath: directory) } }
+        try await TestCluster.with(nodes: 2, assets: location) { cluster in
             let alice = try await cluster.user("alice", node: 0)
             let onNodeTwo = cluster.client(alice, node: 1)
             let bytes = testBytes(2_600_000, seed: 21)

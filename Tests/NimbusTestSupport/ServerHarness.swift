@@ -86,6 +86,9 @@ public final class ServerHarness: Sendable {
         do {
             setup.configuration.storage = try engine.storage(
                 id: id, sqliteDirectory: (directory as NSString).appendingPathComponent("server"))
+            if TestObjectStore.assetsEverywhere {
+                setup.configuration.assets.location = .objectStore(try TestObjectStore.fresh(id))
+            }
             configure(&setup.configuration)
             let started = try await setup.startServer()
             server = started

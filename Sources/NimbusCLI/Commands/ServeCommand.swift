@@ -79,8 +79,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The largest asset (file) an upload accepts, in bytes.")
     var maxAssetBytes = AssetSettings().maxAssetBytes
 
-    @Option(name: .long, help: "A directory for asset bytes (shared by every node); default: DIR/assets, or PostgreSQL itself.")
+    @Option(name: .long, help: "A directory for asset bytes (shared by every node); the same as --assets file:///DIR.")
     var assetDirectory: String?
+
+    @OptionGroup(title: "Asset storage") var assetStorage: AssetStorageOptions
 
     @Option(name: .long, help: "Seconds an unreferenced asset or unrecorded file is kept before the collector deletes it.")
     var assetGraceSeconds: Double = AssetSettings().gracePeriod.inSeconds
@@ -228,7 +230,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard assetGraceSeconds >= 0, assetCollectionIntervalSeconds > 0 else {
             throw ValidationError("--asset-grace-seconds must be 0 or more and --asset-collection-interval-seconds positive")
         }
-        var settings = AssetSettings(maxAssetBytes: maxAssetBytes, directory: assetDirectory)
+        var settings = AssetSettings(maxAssetBytes: maxAssetBytes, location: try assetStorage.location(directory: assetDirectory))
+        settings.previousLocation = try assetStorage.previousLocation()
+        settings.redirectDownloads = assetStorage.redirect
         settings.gracePeriod = .milliseconds(Int64(assetGraceSeconds * 1000))
         settings.collectionInterval = .milliseconds(Int64(assetCollectionIntervalSeconds * 1000))
         return settings

@@ -231,6 +231,14 @@ struct AssetTransfer: Sendable {
                 throw CloudKitError(.notFound, "the asset is no longer stored")
             }
             let key = AssetBlobKey(database: database, sha256: sha)
+            if settings.redirectDownloads, let url = try bytes.redirectURL(for: key, lifetime: settings.redirectLifetime) {
+                // Authorised above (a valid token for an asset the database still holds): the
+                // object store serves the bytes, ranges included.
+                var headers = HTTPFields()
+                headers[.location] = url
+                headers[.cacheControl] = "no-store"
+                return Response(status: .temporaryRedirect, headers: headers)
+            }
             guard let length = try await bytes.size(of: key) else {
                 throw CloudKitError(.notFound, "the asset's bytes are no longer stored")
             }

@@ -1,8 +1,8 @@
 import NIOCore
 import NimbusProtocol
 
-/// Where asset bytes live: the one seam for them (files in the data directory, chunks in
-/// PostgreSQL, an S3-compatible store later).
+/// Where asset bytes live: the one seam for them (files in a directory, chunks in PostgreSQL,
+/// objects in an S3-compatible bucket).
 ///
 /// Bytes arrive as *uploads*, named by the upload's id, appended at an offset so an
 /// interrupted upload resumes from what the store already has. A finished upload is
@@ -54,6 +54,17 @@ public protocol AssetStore: Sendable {
     /// The blobs and uploads last written before `cutoff` (milliseconds since the epoch): what
     /// the collector checks against the engine's rows.
     func sweepCandidates(olderThan cutoff: Int64) async throws -> AssetSweepCandidates
+
+    /// A URL that serves blob `key` itself for `lifetime` (an object store's pre-signed URL),
+    /// which a download may redirect to once its own authorisation passed; `nil` when the
+    /// store has none (the server streams the bytes). The URL is built from `key` and the
+    /// store's own configuration only.
+    func redirectURL(for key: AssetBlobKey, lifetime: Duration) throws -> String?
+}
+
+extension AssetStore {
+    /// No store-served URL: the server streams the bytes.
+    public func redirectURL(for key: AssetBlobKey, lifetime: Duration) throws -> String? { nil }
 }
 
 /// What ``AssetStore/sweepCandidates(olderThan:)`` found.

@@ -18,14 +18,18 @@ final class TestCluster: Sendable {
         self.storage = storage
     }
 
-    /// Runs `body` against `count` fresh nodes, then stops them and drops their schema.
-    static func with<T>(nodes count: Int, _ body: (TestCluster) async throws -> T) async throws -> T {
+    /// Runs `body` against `count` fresh nodes keeping asset bytes at `assets` (by default in
+    /// PostgreSQL), then stops them and drops their schema.
+    static func with<T>(
+        nodes count: Int, assets: AssetLocation = .engineDefault, _ body: (TestCluster) async throws -> T
+    ) async throws -> T {
         let storage = try Engine.postgres.freshStorage()
         var nodes: [RunningServer] = []
         do {
             for _ in 0..<count {
                 var configuration = ServerConfiguration(port: 0)
                 configuration.storage = storage
+                configuration.assets.location = assets
                 nodes.append(try await RunningServer.start(configuration, logger: TestServer.quietLogger))
             }
             let token = try await nodes[0].store.createContainer(TestServer.container)
