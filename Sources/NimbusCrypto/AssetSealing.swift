@@ -68,9 +68,20 @@ public enum AssetSealing {
     public static func sealChunk(_ chunk: some DataProtocol, index: Int, final: Bool, with fileKey: AssetFileKey) throws
         -> [UInt8]
     {
+        var output: [UInt8] = []
+        try sealChunk(chunk, index: index, final: final, with: fileKey, appendingTo: &output)
+        return output
+    }
+
+    /// ``sealChunk(_:index:final:with:)`` appending the sealed chunk to `output` (no copy of
+    /// its own: a streaming writer seals a file's chunks into one buffer).
+    public static func sealChunk(
+        _ chunk: some DataProtocol, index: Int, final: Bool, with fileKey: AssetFileKey, appendingTo output: inout [UInt8]
+    ) throws {
         let box = try AES.GCM.seal(
             chunk, using: fileKey.key, nonce: try nonce(fileKey.noncePrefix, index), authenticating: aad(index, final: final))
-        return Array(box.ciphertext) + Array(box.tag)
+        output += box.ciphertext
+        output += box.tag
     }
 
     /// How many chunks a file of `plaintextSize` bytes is sealed in (an empty file: one).
@@ -124,11 +135,23 @@ public enum AssetSealing {
     public static func openChunk(_ sealed: [UInt8], index: Int, final: Bool, prefix: [UInt8], key: SymmetricKey)
         throws(EncryptionError) -> [UInt8]
     {
+        var output: [UInt8] = []
+        try openChunk(sealed, index: index, final: final, prefix: prefix, key: key, appendingTo: &output)
+        return output
+    }
+
+    /// ``openChunk(_:index:final:prefix:key:)`` appending the opened chunk to `output`
+    /// (nothing is appended unless the chunk authenticates).
+    public static func openChunk(
+        _ sealed: some DataProtocol, index: Int, final: Bool, prefix: [UInt8], key: SymmetricKey,
+        appendingTo output: inout [UInt8]
+    ) throws(EncryptionError) {
         guard sealed.count >= tagByteCount else { throw .tampered("chunk \(index) of the encrypted file") }
         do {
             let box = try AES.GCM.SealedBox(
-                nonce: try nonce(prefix, index), ciphertext: sealed.dropLast(tagByteCount), tag: sealed.suffix(tagByteCount))
-            return Array(try AES.GCM.open(box, using: key, authenticating: aad(index, final: final)))
+                nonce: try nonce(prefix, index), ciphertext: sealed.prefix(sealed.count - tagByteCount),
+                tag: sealed.suffix(tagByteCount))
+            output += try AES.GCM.open(box, using: key, authenticating: aad(index, final: final))
         } catch {
             throw .tampered("chunk \(index) of the encrypted file")
         }

@@ -6,13 +6,18 @@ struct Binding {
 
     init(_ label: String, _ parts: [String]) {
         bytes = []
-        for part in [label] + parts { append(Array(part.utf8)) }
+        bytes.reserveCapacity(parts.reduce(label.utf8.count + 4 * (parts.count + 2) + 32) { $0 + $1.utf8.count })
+        append(label.utf8)
+        for part in parts { append(part.utf8) }
     }
 
-    mutating func append(_ part: [UInt8]) {
+    mutating func append(_ part: some Collection<UInt8>) {
         let count = UInt32(part.count)
-        bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
-        bytes += part
+        bytes.append(UInt8(count >> 24))
+        bytes.append(UInt8(count >> 16 & 0xFF))
+        bytes.append(UInt8(count >> 8 & 0xFF))
+        bytes.append(UInt8(count & 0xFF))
+        bytes.append(contentsOf: part)
     }
 
     func appending(_ part: [UInt8]) -> Binding {

@@ -161,7 +161,8 @@ extension Database {
                         saveResults[record.id] = .failure(await opened(error))
                     } else {
                         saveResults[record.id] = await opened(
-                            Result { () throws(NimbusError) in try Self.record(from: json, zoneID: zoneID) })
+                            Result { () throws(NimbusError) in try Self.record(from: json, zoneID: zoneID) },
+                            answering: record, sent: outgoing[record.id])
                     }
                 case .delete(let id):
                     if let error = NimbusError(wire: json, zoneID: zoneID) {

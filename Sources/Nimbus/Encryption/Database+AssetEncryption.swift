@@ -34,7 +34,7 @@ extension Database {
         let (zoneKey, owner) = try await encryptionKeys().sealingKey(for: slot.recordID.zoneID, in: self)
         let digest = try AssetFileSealing.digest(of: file)
         let fileKey = AssetFileKey.convergent(zoneKey: zoneKey, plaintextDigest: digest)
-        let sealed = try AssetFileSealing.seal(file, with: fileKey, digest: digest)
+        let sealed = try await AssetFileSealing.seal(file, with: fileKey, digest: digest)
         defer { try? FileManager.default.removeItem(at: sealed) }
         var asset = try await uploadFile(sealed, to: url, resuming: resuming, progress: progress)
         let place = FieldPlace(
@@ -58,7 +58,7 @@ extension Database {
         try await AssetDownloader(transport: container.assetTransport, timeout: container.assetTimeout)
             .download(asset, to: sealed, progress: progress)
         defer { try? FileManager.default.removeItem(at: sealed) }
-        try AssetFileSealing.open(sealed, with: key, to: opened)
+        try await AssetFileSealing.open(sealed, with: key, to: opened)
         let manager = FileManager.default
         if manager.fileExists(atPath: destination.path) { try manager.removeItem(at: destination) }
         try manager.moveItem(at: opened, to: destination)

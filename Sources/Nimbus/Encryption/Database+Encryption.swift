@@ -83,6 +83,24 @@ extension Database {
         }
     }
 
+    /// A save's answer opened (``opened(_:)``), where a field's envelope is the very one this
+    /// device sent for that field of that record: its value is the one the app set, and is
+    /// not opened again (a save of many encrypted records costs one sealing per value, not a
+    /// sealing and an opening).
+    func opened(
+        _ result: Result<Record, NimbusError>, answering original: Record, sent: Record?
+    ) async -> Result<Record, NimbusError> {
+        guard case .success(var record) = result, let sent, record.id == original.id else { return await opened(result) }
+        for (field, value) in record.values {
+            guard case .encryptedBytes(let envelope) = value, case .encryptedBytes(let mine)? = sent.values[field],
+                envelope == mine, let plain = original.values[field]
+            else { continue }
+            record.values[field] = plain
+            record.encryptedKeys.insert(field)
+        }
+        return await opened(.success(record))
+    }
+
     /// A conflict error with its server record opened (or the failure to open it instead).
     func opened(_ error: NimbusError) async -> NimbusError {
         guard let server = error.serverRecord else { return error }

@@ -22,7 +22,16 @@ extension Record {
     /// here is the same asset, its field stays `ASSET`; read it on the record).
     public var encryptedValues: EncryptedValues {
         get { EncryptedValues(record: self) }
-        set { self = newValue.record }
+        // The view holds the record's only copy while it is changed (no copy on write of its
+        // fields per value set).
+        _modify {
+            var view = EncryptedValues(record: self)
+            values = [:]
+            originalValues = [:]
+            encryptedKeys = []
+            defer { self = view.record }
+            yield &view
+        }
     }
 
     /// A view of a record's encrypted fields: ``Record/encryptedValues``.

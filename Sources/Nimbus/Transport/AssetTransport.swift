@@ -121,7 +121,7 @@ enum AssetFile {
             if append { try handle.seekToEnd() }
         }
 
-        func write(_ data: Data) throws {
+        func write(_ data: some DataProtocol) throws {
             try handle.write(contentsOf: data)
         }
 
