@@ -293,7 +293,7 @@ let package = Package(
         // over the SDK, so code written for CloudKit runs against Nimbus with one import changed.
         .target(
             name: "NimbusCloudKit",
-            dependencies: ["Nimbus", "NimbusProtocol"],
+            dependencies: ["Nimbus", "NimbusProtocol", "NimbusKeyValue"],
             swiftSettings: swiftSettings
         ),
         // The Reading List example: the app model and its commands, on the sync engine.
@@ -492,7 +492,7 @@ let package = Package(
             dependencies: [
                 "NimbusTestSupport",
                 "NimbusEngines", "NimbusSQLite",
-                "NimbusCloudKit", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
+                "NimbusCloudKit", "NimbusKeyValue", "Nimbus", "NimbusProtocol", "NimbusServer", "NimbusStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -36,8 +36,11 @@ public final class KeyValueStore: Sendable {
     /// The ID of the database subscription the store's engine keeps.
     public static let subscriptionID = "nimbus-key-value"
 
-    /// The engine that syncs the store's zone.
-    public let engine: SyncEngine
+    /// The engine that syncs the store's zone; `nil` for a store kept on this device only
+    /// (``init(localStore:limits:)``).
+    public let engine: SyncEngine?
+    /// This device's copy of the keys and the writes not yet sent.
+    public let localStore: LocalStore
     public let limits: KeyValueLimits
     /// Whether a write starts a send at once (the default); `false` leaves writes pending
     /// until ``synchronize()``.
@@ -56,16 +59,40 @@ public final class KeyValueStore: Sendable {
 
     /// A store over `engine`, whose configuration must sync ``zone`` (see
     /// ``configuration(subscriptionID:)``).
-    public init(engine: SyncEngine, limits: KeyValueLimits = .iCloud, sendsAutomatically: Bool = true) throws {
+    public convenience init(engine: SyncEngine, limits: KeyValueLimits = .iCloud, sendsAutomatically: Bool = true) throws {
         precondition(engine.configuration.zones.contains(Self.zone), "the engine must sync KeyValueStore.zone")
+        try self.init(engine: engine, localStore: engine.store, limits: limits, sendsAutomatically: sendsAutomatically)
+    }
+
+    /// A store kept on this device only, in `localStore`, until the app has a server to sync
+    /// with: its writes wait in the outbox, and a store over an engine on the same local store
+    /// sends them later.
+    public convenience init(localStore: LocalStore, limits: KeyValueLimits = .iCloud) throws {
+        try self.init(engine: nil, localStore: localStore, limits: limits, sendsAutomatically: false)
+    }
+
+    /// A store kept on this device only, its copy in `directory` (`keyvalue.sqlite`, created if
+    /// new): the same file ``init(container:directory:limits:sendsAutomatically:)`` syncs later.
+    public convenience init(localDirectory directory: String, limits: KeyValueLimits = .iCloud) throws {
+        try self.init(localStore: Self.openLocalStore(in: directory), limits: limits)
+    }
+
+    static func openLocalStore(in directory: String) throws -> LocalStore {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try LocalStore(path: (directory as NSString).appendingPathComponent("keyvalue.sqlite"))
+    }
+
+    private init(engine: SyncEngine?, localStore: LocalStore, limits: KeyValueLimits, sendsAutomatically: Bool) throws {
         self.engine = engine
+        self.localStore = localStore
         self.limits = limits
         self.sendsAutomatically = sendsAutomatically
-        let (fetched, keys) = try engine.store.read { db in
+        let (fetched, keys) = try localStore.read { db in
             (try LocalStore.hasFetched(zone: Self.zone, in: db), Set(try Self.entries(db).keys))
         }
         state = NIOLockedValueBox(ObserverState(awaitingInitialSync: !fetched, keys: keys))
         watcher = NIOLockedValueBox(nil)
+        guard let engine else { return }
         let events = engine.events()
         let task = Task { [weak self] in
             for await event in events {
@@ -81,8 +108,7 @@ public final class KeyValueStore: Sendable {
     public convenience init(
         container: Container, directory: String, limits: KeyValueLimits = .iCloud, sendsAutomatically: Bool = true
     ) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let store = try LocalStore(path: (directory as NSString).appendingPathComponent("keyvalue.sqlite"))
+        let store = try Self.openLocalStore(in: directory)
         let engine = SyncEngine(
             service: DatabaseSyncService(database: container.privateCloudDatabase), store: store,
             configuration: Self.configuration())
@@ -106,19 +132,20 @@ public final class KeyValueStore: Sendable {
     /// The first sync: creates the zone and subscription if needed, fetches, and sends what is
     /// pending. Idempotent; call it at launch.
     public func start() async throws {
-        try await engine.start()
+        try await engine?.start()
     }
 
     /// Fetches when a push arrives on `push`, and sends what is pending each time it
     /// (re)connects: writes made offline reach the server when the device is back.
     public func listen(to push: PushClient) async {
-        await engine.listen(to: push)
+        await engine?.listen(to: push)
     }
 
     /// Sends this device's pending writes and fetches the others' (`NSUbiquitousKeyValueStore`'s
     /// `synchronize()`); `false` if either failed (the writes stay pending and are tried again).
     @discardableResult
     public func synchronize() async -> Bool {
+        guard let engine else { return false }
         do {
             try await engine.sendChanges()
             try await engine.fetchChanges()
@@ -133,7 +160,7 @@ public final class KeyValueStore: Sendable {
     /// The value of `key`, or `nil`.
     public func object(forKey key: String) -> KeyValue? {
         let name = KeyValueRecord.recordName(for: key)
-        guard let record = try? engine.store.read({ db in try LocalStore.record(in: db, zone: Self.zone, name: name) }),
+        guard let record = try? localStore.read({ db in try LocalStore.record(in: db, zone: Self.zone, name: name) }),
             let entry = KeyValueRecord.entry(record)
         else { return nil }
         return try? KeyValueCoding.decode(entry.encoded)
@@ -141,7 +168,7 @@ public final class KeyValueStore: Sendable {
 
     /// Every key and its value.
     public var dictionaryRepresentation: [String: KeyValue] {
-        (try? engine.store.read { db in try Self.entries(db) }) ?? [:]
+        (try? localStore.read { db in try Self.entries(db) }) ?? [:]
     }
 
     /// The bytes `key` counts for against ``KeyValueLimits`` (its UTF-8 and its value as it
@@ -161,7 +188,7 @@ public final class KeyValueStore: Sendable {
         let encoded = try KeyValueCoding.encode(value)
         let size = KeyValueRecord.size(key: key, encoded: encoded)
         let limits = self.limits
-        let refusal = try engine.store.write { db, outbox -> KeyValueError? in
+        let refusal = try localStore.write { db, outbox -> KeyValueError? in
             let sizes = try Self.sizes(of: Self.entries(db))
             if let violation = limits.violation(key: key, size: size, in: sizes) { return violation }
             try outbox.save(KeyValueRecord.record(key: key, encoded: encoded))
@@ -177,7 +204,7 @@ public final class KeyValueStore: Sendable {
 
     /// Removes `key` here at once and on the server with the next send.
     public func removeObject(forKey key: String) throws {
-        let removed = try engine.store.write { db, outbox -> Bool in
+        let removed = try localStore.write { db, outbox -> Bool in
             let name = KeyValueRecord.recordName(for: key)
             guard try LocalStore.record(in: db, zone: Self.zone, name: name) != nil else { return false }
             try outbox.delete(zone: Self.zone, recordName: name)
@@ -189,8 +216,7 @@ public final class KeyValueStore: Sendable {
     }
 
     private func sendSoon() {
-        guard sendsAutomatically else { return }
-        let engine = self.engine
+        guard sendsAutomatically, let engine else { return }
         Task { try? await engine.sendChanges() }
     }
 

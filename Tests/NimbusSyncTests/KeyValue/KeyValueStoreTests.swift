@@ -70,7 +70,7 @@ struct KeyValueStoreTests {
             try await phone.start()
             try await laptop.start()
             let changes = laptop.changes()
-            let events = laptop.engine.events()
+            let events = try #require(laptop.engine).events()
             await laptop.listen(to: PushClient(container: harness.container(device: "laptop")))
             _ = try await firstEvent(events) {
                 if case .pushConnectionChanged(let state) = $0 { state.isConnected } else { false }
@@ -84,7 +84,7 @@ struct KeyValueStoreTests {
             let removal = try #require(try await first(changes))
             #expect(removal == KeyValueChange(reason: .serverChange, keys: ["theme"]))
             #expect(laptop.object(forKey: "theme") == nil)
-            await laptop.engine.stopListening()
+            await laptop.engine?.stopListening()
         }
     }
 
@@ -116,11 +116,11 @@ struct KeyValueStoreTests {
             try phone.set(Int64(7), forKey: "streak")
             #expect(await !phone.synchronize())
             #expect(phone.longLong(forKey: "streak") == 7, "the write holds on the device meanwhile")
-            #expect(try phone.engine.store.pendingCount() == 1)
+            #expect(try phone.localStore.pendingCount() == 1)
 
             phoneService.fail("modify", with: nil)
             #expect(await phone.synchronize())
-            #expect(try phone.engine.store.pendingCount() == 0)
+            #expect(try phone.localStore.pendingCount() == 0)
             #expect(await laptop.synchronize())
             #expect(laptop.longLong(forKey: "streak") == 7)
         }
