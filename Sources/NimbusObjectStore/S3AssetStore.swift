@@ -86,6 +86,12 @@ public struct S3AssetStore: AssetStore {
             if let last = held.last, last.object.size < Self.segmentBytes {
                 start = last.start
                 try await readObject(last.object.key, range: 0..<last.object.size) { pending.writeImmutableBuffer($0) }
+                // A store that answers other than the bytes asked for must not size the next slice.
+                guard pending.readableBytes == Int(last.object.size) else {
+                    throw CloudKitError(
+                        .internalError,
+                        "the object store gave \(pending.readableBytes) bytes of upload \(id)'s last segment, not \(last.object.size)")
+                }
             }
         }
         // The bytes at the front of `pending` already stored (the short segment read back).

@@ -199,7 +199,8 @@ enum S3Time {
 
     private static func seconds(_ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int) -> Int64? {
         let components = DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
-        guard let date = Calendar.utc.date(from: components) else { return nil }
+        // A year far out of range (a hostile answer) is refused, never converted with a trap.
+        guard let date = Calendar.utc.date(from: components), abs(date.timeIntervalSince1970) < 1e12 else { return nil }
         return Int64(date.timeIntervalSince1970)
     }
 }

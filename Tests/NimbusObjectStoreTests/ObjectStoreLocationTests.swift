@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NimbusProtocol
 import NimbusStore
 import Testing
 
@@ -59,4 +60,21 @@ struct ObjectStoreLocationTests {
         #expect(S3Time.httpDateMillis("Fri, 24 May 2013 00:00:00 GMT") == 1_369_353_601_000)
         #expect(S3Time.httpDateMillis("yesterday") == nil)
     }
+
+    /// Hostile or broken answers from the object store are refused, never a trap: years far
+    /// out of range, and random bytes as timestamps and XML (seeded).
+    @Test func hostileTimestampsAndXMLNeverTrap() {
+        #expect(S3Time.iso8601Millis("999999999999999-05-24T00:00:00.000Z") == nil)
+        #expect(S3Time.httpDateMillis("Fri, 24 May 999999999999999 00:00:00 GMT") == nil)
+        var generator = SplitMix64(seed: 40)
+        let alphabet = Array("0123456789-:TZ .,<>/&;amp#SizeKey GMT May\u{0}é")
+        for _ in 0..<5_000 {
+            let text = String((0..<Int.random(in: 0..<48, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            _ = S3Time.iso8601Millis(text)
+            _ = S3Time.httpDateMillis(text)
+            _ = S3XML.values("Key", in: text)
+            _ = S3XML.unescape(text)
+        }
+    }
 }
+
