@@ -22,15 +22,23 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The directory to write (created; it must not exist or be empty).")
     var out: String
 
-    @Option(name: .long, help: "The asset directory the server runs with (its --asset-directory), if one was set.")
+    @Option(
+        name: .customLong("assets"),
+        help: ArgumentHelp(
+            "Where the server keeps asset bytes (its --assets: file:///dir or s3://bucket/prefix?…), if not the engine's default.",
+            valueName: "location"))
+    var assets: String?
+
+    @Option(name: .long, help: "The asset directory the server runs with (its --asset-directory, the older spelling of --assets file://).")
     var assetDirectory: String?
 
     @OptionGroup var data: DataOptions
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
+        let location = try AssetStorageOptions.location(assets: assets, directory: assetDirectory)
         let summary = try await withStore(data) { store in
-            let assets = try data.location.openAssets(for: store, directory: assetDirectory)
+            let assets = try data.location.openAssets(for: store, at: location)
             return try await ContainerExport.write(
                 container: container, from: store, assets: assets, to: URL(fileURLWithPath: out, isDirectory: true))
         }

@@ -26,7 +26,10 @@ struct AssetStorageOptions: ParsableArguments {
     var redirect = false
 
     /// `--assets` (or `--asset-directory`, its older spelling), checked.
-    func location(directory: String?) throws -> AssetLocation {
+    func location(directory: String?) throws -> AssetLocation { try Self.location(assets: assets, directory: directory) }
+
+    /// An `--assets` value or an `--asset-directory` (not both), checked; neither is the engine's default.
+    static func location(assets: String?, directory: String?) throws -> AssetLocation {
         if let directory {
             guard assets == nil else { throw ValidationError("pass --assets or --asset-directory, not both") }
             return .directory(directory)

@@ -17,6 +17,11 @@ struct ExportCommandTests {
         case .sqlite(let directory): storage = ["--data", directory]
         case .postgres(let url, let schema): storage = ["--postgres", url, "--postgres-schema", schema]
         }
+        switch server.harness.configuration.assets.location {
+        case .engineDefault: break
+        case .directory(let path): storage += ["--asset-directory", path]
+        case .objectStore(let location): storage += ["--assets", location.description]
+        }
         let process = try ChildProcess(
             executable: ServeProcess.executable().path, arguments: ["export"] + arguments + storage + ["--json"],
             output: .pipe, error: .discard)
