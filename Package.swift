@@ -398,6 +398,9 @@ let package = Package(
                 "NimbusServer",
                 "Nimbus",
                 "NimbusSync",
+                // `nimbus-bench sync --engine cloudkit`: a new device on CKSyncEngine, its app's table in SQLite.
+                "NimbusCloudKit",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 "ReadingList",
                 "ReadingListSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

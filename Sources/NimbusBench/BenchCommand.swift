@@ -779,12 +779,12 @@ func processCPU() -> (user: Double, system: Double) {
 /// kernel receive timestamps), so it exists on Linux only.
 #if os(Linux)
 let benchSubcommands: [any ParsableCommand.Type] = [
-    SyncBenchCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
+    SyncBenchCommand.self, SyncDeviceCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
     FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self, EncryptionBenchCommand.self,
 ]
 #else
 let benchSubcommands: [any ParsableCommand.Type] = [
-    SyncBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
+    SyncBenchCommand.self, SyncDeviceCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
     FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self, EncryptionBenchCommand.self,
 ]
 #endif

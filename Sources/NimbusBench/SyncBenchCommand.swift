@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Nimbus
 import NimbusProtocol
+import NimbusServer
 import NimbusSync
 import ReadingList
 import ReadingListSandbox
@@ -35,6 +36,16 @@ struct SyncBenchCommand: AsyncParsableCommand {
         name: .long,
         help: "Comma-separated runs: latency,initial (and raw: the SDK alone paging through the zone, for reference).")
     var runs = "latency,initial"
+    @Option(
+        name: .long,
+        help: "Kill the new device's process once it has committed this fraction of the zone (e.g. 0.5), then run it again on the same store: what the resumed sync fetches again.")
+    var killAt: Double?
+    @Option(
+        name: .long,
+        help: "The new device's engine: sync (NimbusSync's SyncEngine, the Reading List app) or cloudkit (NimbusCloudKit's CKSyncEngine, the app's own SQLite table).")
+    var engine = "sync"
+    @Option(name: .long, help: "Local reads by key per second on the new device while it syncs (0: none).")
+    var readRate = 200
     @Flag(name: .customLong("keep"), help: "Keep the temporary directory.")
     var keepData = false
     @Flag(name: .customLong("json-output"), help: "Print the results as JSON.")
@@ -42,6 +53,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard saves >= 1, records >= 1, warmup >= 0 else { throw ValidationError("--saves and --zone-records must be positive") }
+        guard ["sync", "cloudkit"].contains(engine) else { throw ValidationError("--engine is sync or cloudkit") }
+        if let killAt, !(killAt > 0 && killAt < 1) { throw ValidationError("--kill-at must be between 0 and 1") }
         for run in selectedRuns where !["latency", "initial", "raw"].contains(run) {
             throw ValidationError("unknown run '\(run)' in --runs; expected latency,initial")
         }
@@ -70,14 +83,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 ])
             }
             if selectedRuns.contains("initial") {
-                let (seconds, cpu, phases) = try await initialRun(sandbox)
-                lines.append(
-                    "new device syncs \(records) records from nothing: \(f(seconds, 2)) s "
-                        + "(\(Int(Double(records) / seconds)) records/s; \(phases))"
-                        + (records == 100_000 ? "  [target ≤ 5 s: \(seconds <= 5 ? "met" : "MISSED")]" : ""))
-                results["initial"] = .object([
-                    "records": .int(records), "seconds": .double(seconds), "cpu_seconds": .double(cpu),
-                ])
+                let initial = try await initialRun(sandbox)
+                lines += initial.lines(records: records)
+                results["initial"] = initial.json(records: records)
             }
         } catch {
             await sandbox.stop(keep: keepData)
@@ -145,7 +153,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     // MARK: - Initial sync
 
-    private func initialRun(_ sandbox: Sandbox) async throws -> (seconds: Double, cpu: Double, phases: String) {
+    private func initialRun(_ sandbox: Sandbox) async throws -> InitialRun {
         // Another user, whose ReadingList zone holds `records` bookmarks, written straight
         // through the SDK (not timed).
         let token = try await sandbox.addUser("bulk-reader")
@@ -202,33 +210,23 @@ struct SyncBenchCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("  SDK alone: \(count) records in \(String(format: "%.2f", raw.milliseconds / 1000)) s\n".utf8))
         }
 
-        // The new device: nothing local. Progress from its engine's fetched events.
-        let device = try sandbox.device("new", webAuthToken: token)
-        let fetched = Counter()
-        let progress = Progress(label: "new device syncing ReadingList", total: records)
-        let events = device.engine.events()
-        let listener = Task {
-            for await event in events {
-                if case .fetched(let zone, let saved, _) = event, zone == ReadingListSchema.bookmarksZone {
-                    progress.update(fetched.add(saved.count))
-                }
-            }
+        // The new device: nothing local, in a process of its own (`sync-device`), so that
+        // its memory and CPU are the client's alone; this process is the server's.
+        let directory = (sandbox.directory as NSString).appendingPathComponent("device-new")
+        let arguments = [
+            "sync-device", "--device-server-url", sandbox.server.baseURL, "--device-container", sandbox.container,
+            "--device-api-token", sandbox.apiToken, "--device-web-auth-token", token, "--device-directory", directory,
+            "--device-zone-records", String(records), "--device-read-rate", String(readRate), "--device-engine", engine,
+        ]
+        var interrupted: DeviceRun?
+        if let killAt {
+            interrupted = try await DeviceRun.run(arguments, records: records, label: "new device (killed at \(Int(killAt * 100)) %)", killAfter: Int((Double(records) * killAt).rounded(.up)))
         }
-        defer { listener.cancel() }
-        let started = ContinuousClock.now
-        let cpuBefore = ProcessCPU.seconds()
-        try await device.readingList.sync()
-        let elapsed = ContinuousClock.now - started
-        let cpu = ProcessCPU.seconds() - cpuBefore
-        progress.finish()
-        let count = try device.readingList.syncedRecordCount(zone: ReadingListSchema.bookmarksZone)
-        guard count == records else {
-            throw BenchError("the new device holds \(count) records, expected \(records)")
+        let run = try await DeviceRun.run(arguments, records: records, label: interrupted == nil ? "new device syncing ReadingList (\(engine))" : "the same device, started again", killAfter: nil)
+        guard run.result?["records_held"]?.int64 == Int64(records) else {
+            throw BenchError("the new device holds \(run.result?["records_held"]?.int64.map { Int($0) } ?? -1) records, expected \(records)")
         }
-        return (
-            elapsed.milliseconds / 1000, cpu,
-            "\((records + 199) / 200) pages of ≤ 200; CPU \(f(cpu, 2)) s for client and server together"
-        )
+        return InitialRun(run: run, interrupted: interrupted)
     }
 
     private func f(_ value: Double, _ decimals: Int = 1) -> String { String(format: "%.\(decimals)f", value) }
@@ -316,13 +314,26 @@ final class ArrivalLog: Sendable {
 /// CPU time this process used (user + system), in seconds: a measure that does not depend on
 /// what else the machine runs.
 enum ProcessCPU {
-    static func seconds() -> Double {
+    static func seconds() -> Double { seconds(of: RUSAGE_SELF) }
+
+    /// CPU time of this process's children that were waited for (user + system), seconds.
+    static func childrenSeconds() -> Double { seconds(of: RUSAGE_CHILDREN) }
+
+    #if canImport(Glibc)
+    private static func seconds(of who: __rusage_who) -> Double {
         var usage = rusage()
-        #if canImport(Glibc)
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        #else
-        getrusage(RUSAGE_SELF, &usage)
-        #endif
+        getrusage(who.rawValue, &usage)
+        return total(usage)
+    }
+    #else
+    private static func seconds(of who: Int32) -> Double {
+        var usage = rusage()
+        getrusage(who, &usage)
+        return total(usage)
+    }
+    #endif
+
+    private static func total(_ usage: rusage) -> Double {
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }

@@ -22,6 +22,9 @@ public struct RecordZoneChanges: Sendable {
     public var changeToken: ServerChangeToken
     /// More changes wait; fetch again from ``changeToken``.
     public var moreComing: Bool
+    /// The size in bytes of the server's answer this page was read from (0 for a page made
+    /// by a test double): what a progress display counts as downloaded.
+    public var responseBytes = 0
 
     /// A page (for test doubles of the server; the SDK decodes the server's answers).
     public init(modifications: [Record], deletions: [Deletion], changeToken: ServerChangeToken, moreComing: Bool) {
@@ -78,6 +81,7 @@ extension Database {
         } else {
             changes = try Self.recordZoneChanges(from: try Self.parse(answer), zoneID: zoneID)
         }
+        changes.responseBytes = answer.count
         // Encrypted fields open here: a value that does not fails the page (nothing applied,
         // the token not advanced), so nothing is lost and the failure is reported.
         for index in changes.modifications.indices {

@@ -71,6 +71,11 @@ extension SyncEngine {
         var reconciling = forceReconcile
         var recoveredZone = false
         var seen = Set<String>()
+        // Outside a reconciliation only the copies learned from sends are checked at the end:
+        // the names the feed returns are kept for those alone, so a first sync of a million
+        // records does not hold a million names.
+        let unconfirmed = try await store.reading { Set(try $0.copyNames(zone: zone, onlyUnconfirmed: true)) }
+        var progress = FetchProgress(zone: zone, started: clock.now())
         // The next page is requested while this one is applied (its token is known before).
         var prefetched: Task<RecordZoneChanges, any Error>?
         defer { prefetched?.cancel() }
@@ -110,10 +115,16 @@ extension SyncEngine {
                 let since = page.changeToken
                 prefetched = Task { try await self.retrying { try await self.service.zoneChanges(zone, since: since) } }
             }
-            seen.formUnion(page.modifications.map(\.id.recordName))
-            seen.formUnion(page.deletions.map(\.recordID.recordName))
+            let names = page.modifications.map(\.id.recordName) + page.deletions.map(\.recordID.recordName)
+            if reconciling {
+                seen.formUnion(names)
+            } else if !unconfirmed.isEmpty {
+                seen.formUnion(names.filter(unconfirmed.contains))
+            }
             try await apply(page, zone: zone)
             token = page.changeToken
+            progress.add(page, at: clock.now())
+            emit(.fetchProgress(progress))
             if !page.moreComing { break }
         }
         if reconciling {

@@ -45,6 +45,9 @@ public enum SyncEvent: Sendable {
     /// invited, accepted or removed, a permission changed. For the owner, it comes from the
     /// private zone it shares; for a participant, from the shared zone.
     case shareChanged(Share)
+    /// A page of a zone's changes was committed to the local store: how far the fetch of
+    /// that zone got (records and bytes so far, whether more pages follow).
+    case fetchProgress(FetchProgress)
     /// Tokens and local copies were committed.
     case stateSaved
     /// A fetch nobody awaits failed: one a push triggered (``SyncEngine/listen(to:)``).

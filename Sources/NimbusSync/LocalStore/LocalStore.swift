@@ -246,22 +246,26 @@ public final class LocalStore: Sendable {
         try pool.read { db in try Self.records(db, zone: zone, name: name).first }
     }
 
+    /// The records of a zone (or the one named `name`) as the device sees them. The two
+    /// queries differ only in their name conditions: an `(? IS NULL OR name = ?)` form would
+    /// make SQLite read the whole zone for one record (the key's second column unused).
     static func records(_ db: GRDB.Database, zone: String, name: String? = nil) throws -> [LocalRecord] {
-        let rows = try Row.fetchAll(
-            db,
+        let named = name == nil ? "" : " AND r.name = ?2"
+        let outboxNamed = name == nil ? "" : " AND o.name = ?2"
+        let statement = try db.cachedStatement(
             sql: """
                 SELECT COALESCE(o.name, r.name) AS name, COALESCE(o.type, r.type) AS type,
                        COALESCE(o.fields, r.fields) AS fields, r.tag AS tag, o.kind AS kind,
                        CASE WHEN o.name IS NULL THEN r.parent ELSE o.parent END AS parent
                 FROM nimbus_records r LEFT JOIN nimbus_outbox o ON o.zone = r.zone AND o.name = r.name
-                WHERE r.zone = ?1 AND (?2 IS NULL OR r.name = ?2)
+                WHERE r.zone = ?1\(named)
                 UNION ALL
                 SELECT o.name, o.type, o.fields, NULL, o.kind, o.parent FROM nimbus_outbox o
-                WHERE o.zone = ?1 AND (?2 IS NULL OR o.name = ?2)
+                WHERE o.zone = ?1\(outboxNamed)
                   AND NOT EXISTS (SELECT 1 FROM nimbus_records r WHERE r.zone = o.zone AND r.name = o.name)
                 ORDER BY name
-                """,
-            arguments: [zone, name])
+                """)
+        let rows = try Row.fetchAll(statement, arguments: name.map { [zone, $0] } ?? [zone])
         return try rows.compactMap { row in
             let kind: String? = row["kind"]
             if kind == PendingChange.Kind.delete.rawValue { return nil }

@@ -41,9 +41,21 @@ final class FaultyService: SyncService {
         state.withLockedValue { $0.once[name] = error }
     }
 
+    /// Calls of a name that succeed before every later one fails, and with what.
+    private let cutoffs = NIOLockedValueBox<[String: (calls: Int, error: NimbusError)]>([:])
+
+    /// Lets the next `calls` calls of `name` through; every one after fails with `error` (the
+    /// network gone, the app killed mid-fetch).
+    func fail(_ name: String, after calls: Int, with error: NimbusError) {
+        let made = self.calls(name)
+        cutoffs.withLockedValue { $0[name] = (made + calls, error) }
+    }
+
     private func enter(_ name: String) throws {
+        let cutoff = cutoffs.withLockedValue { $0[name] }
         let (throttled, failure) = state.withLockedValue { state -> (Bool, NimbusError?) in
             state.calls[name, default: 0] += 1
+            if let cutoff, state.calls[name, default: 0] > cutoff.calls { return (false, cutoff.error) }
             let throttled = throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
             return (throttled, state.once.removeValue(forKey: name) ?? state.failures[name])
         }

@@ -1,0 +1,96 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Nimbus
+import NimbusProtocol
+import NimbusSync
+import Testing
+
+/// A new device's first sync of a zone larger than one page: progress as it goes, and a
+/// sync stopped halfway that resumes from its last committed page.
+@Suite("First sync of a large zone")
+struct FirstSyncTests {
+    static let configuration = SyncConfiguration(zones: ["ReadingList"], subscriptionID: nil)
+    /// Five pages of the server's 200.
+    static let records = 1_000
+
+    /// Writes `records` bookmarks into the user's ReadingList zone from another device.
+    func seed(_ harness: SyncHarness) async throws {
+        let database = harness.container(device: "writer").privateCloudDatabase
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneName: "ReadingList")], deleting: [])
+        let zoneID = ZoneID(zoneName: "ReadingList")
+        for start in stride(from: 0, to: Self.records, by: 200) {
+            let saving = (start..<start + 200).map { i in
+                var record = Nimbus.Record(
+                    recordType: "Bookmark", recordID: Nimbus.Record.ID(recordName: "bulk-\(i)", zoneID: zoneID))
+                record.setFieldValue(.string("Article number \(i)"), forKey: "title")
+                return record
+            }
+            let results = try await database.modifyRecords(saving: saving, atomically: false)
+            for (_, result) in results.saveResults { _ = try result.get() }
+        }
+    }
+
+    @Test func progressCountsRecordsAndBytesPageByPage() async throws {
+        try await SyncHarness.with { harness in
+            try await seed(harness)
+            let (device, _) = try harness.engine("new", configuration: Self.configuration)
+            let seen = NIOLockedValueBox<[FetchProgress]>([])
+            let events = device.events()
+            let listener = Task {
+                for await event in events {
+                    if case .fetchProgress(let progress) = event {
+                        seen.withLockedValue { $0.append(progress) }
+                        if !progress.moreComing { return }
+                    }
+                }
+            }
+            try await device.start()
+            _ = await listener.value
+            let reports = seen.withLockedValue { $0 }
+            #expect(reports.map(\.records) == [200, 400, 600, 800, 1_000])
+            #expect(reports.map(\.pages) == [1, 2, 3, 4, 5])
+            #expect(reports.map(\.moreComing) == [true, true, true, true, false])
+            #expect(reports.allSatisfy { $0.zone == "ReadingList" })
+            // Each page's answer is counted: a page of 200 bookmarks is well over 200 × 60 bytes.
+            let bytes = reports.map(\.bytes)
+            #expect(bytes.first.map { $0 > 200 * 60 } == true)
+            #expect(zip(bytes, bytes.dropFirst()).allSatisfy { $0 < $1 })
+            #expect(reports.allSatisfy { $0.updated >= $0.started })
+            // Each report comes after its page is in the store.
+            #expect(try await device.store.read { try LocalStore.serverCopyCount(in: $0, zone: "ReadingList") } == 1_000)
+        }
+    }
+
+    @Test func aFirstSyncStoppedHalfwayResumesFromItsLastCommittedPage() async throws {
+        try await SyncHarness.with { harness in
+            try await seed(harness)
+            do {
+                // Two pages go through; the third request fails as if the app were killed there.
+                let (device, service) = try harness.engine("new", configuration: Self.configuration)
+                service.fail("zoneChanges:ReadingList", after: 2, with: NimbusError(.operationCancelled, "killed"))
+                await #expect(throws: NimbusError.self) { try await device.start() }
+                #expect(try await device.store.read { try LocalStore.serverCopyCount(in: $0, zone: "ReadingList") } == 400)
+            }
+
+            // Relaunched over the same store: only the pages after the last committed one.
+            let (relaunched, service) = try harness.engine("new", configuration: Self.configuration)
+            let last = NIOLockedValueBox<FetchProgress?>(nil)
+            let events = relaunched.events()
+            let listener = Task {
+                for await event in events {
+                    if case .fetchProgress(let progress) = event {
+                        last.withLockedValue { $0 = progress }
+                        if !progress.moreComing { return }
+                    }
+                }
+            }
+            try await relaunched.start()
+            _ = await listener.value
+            #expect(service.calls("zoneChanges:ReadingList") == 3)
+            #expect(last.withLockedValue { $0?.records } == 600)
+            #expect(try await relaunched.store.read { try LocalStore.serverCopyCount(in: $0, zone: "ReadingList") } == 1_000)
+            let names = try Set(relaunched.store.records(inZone: "ReadingList").map(\.recordName))
+            #expect(names == Set((0..<Self.records).map { "bulk-\($0)" }))
+        }
+    }
+}
