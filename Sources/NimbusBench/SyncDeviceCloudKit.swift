@@ -5,16 +5,16 @@ import NimbusCloudKit
 
 /// The new device of `nimbus-bench sync --engine cloudkit`: an app on CloudKit's own API
 /// (`NimbusCloudKit`'s `CKSyncEngine`) that keeps what it fetches in its own SQLite table, as
-/// such apps do. Each page is written in one transaction; the engine's state goes into the same
+/// such apps do (WAL, a pool of readers: the app's reads do not wait for the page being written). Each page is written in one transaction; the engine's state goes into the same
 /// database at each state update, so a killed app resumes from the last state it saved.
 final class CloudKitBenchApp: CKSyncEngineDelegate {
-    let database: DatabaseQueue
+    let database: DatabasePool
     /// Records fetched by this run, and how to report them.
     private let fetched = NIOLockedValueBox(0)
     private let onPage: @Sendable (_ records: Int) -> Void
 
     init(path: String, onPage: @escaping @Sendable (Int) -> Void) throws {
-        database = try DatabaseQueue(path: path)
+        database = try DatabasePool(path: path)
         self.onPage = onPage
         try database.write { db in
             try db.execute(
