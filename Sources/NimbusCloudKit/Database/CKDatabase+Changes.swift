@@ -25,11 +25,23 @@ extension CKDatabase {
             public let zoneID: CKRecordZone.ID
         }
 
-        /// A zone deleted (or purged) since the token.
+        /// A zone deleted since the token, and why.
         public struct Deletion: Sendable {
+            /// Why a zone is gone.
+            public enum Reason: Sendable, Hashable {
+                /// The app deleted the zone (on this device or another).
+                case deleted
+                /// The zone was deleted with its history (the user cleared the app's data).
+                /// Reported when the server says `purged`; nothing on `nimbus serve` purges a
+                /// zone, so it is never reported against it.
+                case purged
+                /// The user reset their encrypted data (`EncryptionKeys.resetEncryptedData(in:)`):
+                /// what the zone held cannot be read by anyone; upload the device's copies again.
+                case encryptedDataReset
+            }
+
             public let zoneID: CKRecordZone.ID
-            /// Whether the zone was purged (deleted with its history) rather than deleted.
-            public let purged: Bool
+            public let reason: Reason
         }
     }
 
@@ -70,12 +82,24 @@ extension CKDatabase {
         let page = try await mappingErrors {
             try await database.databaseChanges(since: changeToken?.token, resultsLimit: resultsLimit)
         }
+        let reset = page.deletedZoneIDs.isEmpty ? [] : try await resetZoneNames()
         let deletions =
-            page.deletedZoneIDs.map { DatabaseChange.Deletion(zoneID: local($0), purged: false) }
-            + page.purgedZoneIDs.map { DatabaseChange.Deletion(zoneID: local($0), purged: true) }
+            page.deletedZoneIDs.map {
+                DatabaseChange.Deletion(zoneID: local($0), reason: reset.contains($0.zoneName) ? .encryptedDataReset : .deleted)
+            }
+            + page.purgedZoneIDs.map { DatabaseChange.Deletion(zoneID: local($0), reason: .purged) }
         return (
-            page.modifiedZoneIDs.map { DatabaseChange.Modification(zoneID: local($0)) }, deletions,
+            page.modifiedZoneIDs.map { DatabaseChange.Modification(zoneID: local($0)) }.filter { !isNimbusZone($0.zoneID) },
+            deletions.filter { !isNimbusZone($0.zoneID) },
             CKServerChangeToken(page.changeToken), page.moreComing
         )
+    }
+
+    /// The private zones whose encrypted data the account reset (``EncryptionKeys/resetEncryptedData(in:)``):
+    /// their deletion's reason is ``DatabaseChange/Deletion/Reason/encryptedDataReset``.
+    private func resetZoneNames() async throws(CKError) -> Set<String> {
+        let nimbus = try configured()
+        guard databaseScope == .private, let keys = nimbus.container.encryption else { return [] }
+        return try await mappingErrors { try await keys.resetZoneNames(in: nimbus.container) }
     }
 }

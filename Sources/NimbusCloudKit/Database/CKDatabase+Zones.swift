@@ -6,7 +6,15 @@ extension CKDatabase {
     /// Every zone of the database.
     public func allRecordZones() async throws -> [CKRecordZone] {
         let database = try configured()
-        return try await mappingErrors { try await database.allRecordZones().map(local) }
+        return try await mappingErrors { try await database.allRecordZones().map(local) }.filter { !isNimbusZone($0.zoneID) }
+    }
+
+    /// Nimbus's own zone of the user's encryption keys (`EncryptionKeys.keysZoneName`), which
+    /// CloudKit's API does not show: CloudKit keeps its keys in iCloud Keychain, outside the
+    /// database, so code written for CloudKit (a sync engine fetching every zone, a test
+    /// deleting every zone) never meets them.
+    func isNimbusZone(_ zoneID: CKRecordZone.ID) -> Bool {
+        databaseScope == .private && zoneID.zoneName == EncryptionKeys.keysZoneName
     }
 
     /// One zone.

@@ -4,8 +4,9 @@ import Nimbus
 /// Fetches which zones of a database changed since a token: CloudKit's
 /// `CKFetchDatabaseChangesOperation`.
 ///
-/// Page by page: ``recordZoneWithIDChangedBlock``, ``recordZoneWithIDWasDeletedBlock`` and
-/// ``recordZoneWithIDWasPurgedBlock`` for each zone, then ``changeTokenUpdatedBlock`` when
+/// Page by page: ``recordZoneWithIDChangedBlock``, ``recordZoneWithIDWasDeletedBlock``,
+/// ``recordZoneWithIDWasPurgedBlock`` or ``recordZoneWithIDWasDeletedDueToUserEncryptedDataResetBlock``
+/// for each zone, then ``changeTokenUpdatedBlock`` when
 /// more pages follow; last, ``fetchDatabaseChangesResultBlock`` with the final token.
 ///
 /// `@unchecked Sendable`: see ``CKOperation``.
@@ -19,6 +20,10 @@ open class CKFetchDatabaseChangesOperation: CKDatabaseOperation, @unchecked Send
     @Protected public var recordZoneWithIDChangedBlock: (@Sendable (CKRecordZone.ID) -> Void)? = nil
     @Protected public var recordZoneWithIDWasDeletedBlock: (@Sendable (CKRecordZone.ID) -> Void)? = nil
     @Protected public var recordZoneWithIDWasPurgedBlock: (@Sendable (CKRecordZone.ID) -> Void)? = nil
+    /// Called, instead of ``recordZoneWithIDWasDeletedBlock``, for a zone the user's
+    /// encrypted-data reset deleted: upload the device's copies again.
+    @Protected public var recordZoneWithIDWasDeletedDueToUserEncryptedDataResetBlock: (@Sendable (CKRecordZone.ID) -> Void)? =
+        nil
     @Protected public var changeTokenUpdatedBlock: (@Sendable (CKServerChangeToken) -> Void)? = nil
     @Protected public var fetchDatabaseChangesResultBlock:
         (@Sendable (Result<(serverChangeToken: CKServerChangeToken, moreComing: Bool), any Error>) -> Void)? = nil
@@ -45,10 +50,10 @@ open class CKFetchDatabaseChangesOperation: CKDatabaseOperation, @unchecked Send
                 let page = try await database.databaseChanges(since: token, resultsLimit: resultsLimit > 0 ? resultsLimit : nil)
                 for modification in page.modifications { recordZoneWithIDChangedBlock?(modification.zoneID) }
                 for deletion in page.deletions {
-                    if deletion.purged {
-                        recordZoneWithIDWasPurgedBlock?(deletion.zoneID)
-                    } else {
-                        recordZoneWithIDWasDeletedBlock?(deletion.zoneID)
+                    switch deletion.reason {
+                    case .deleted: recordZoneWithIDWasDeletedBlock?(deletion.zoneID)
+                    case .purged: recordZoneWithIDWasPurgedBlock?(deletion.zoneID)
+                    case .encryptedDataReset: recordZoneWithIDWasDeletedDueToUserEncryptedDataResetBlock?(deletion.zoneID)
                     }
                 }
                 token = page.changeToken

@@ -70,32 +70,11 @@ extension CKSyncEngine.Event {
         public let changeType: ChangeType
     }
 
-    /// Zones that changed or were deleted on the server.
+    /// Zones that changed or were deleted on the server (each deletion with its
+    /// `reason`: deleted, purged or encryptedDataReset).
     public struct FetchedDatabaseChanges: Sendable {
-        public struct Modification: Sendable {
-            public let zoneID: CKRecordZone.ID
-        }
-
-        public struct Deletion: Sendable {
-            /// Why a zone is gone.
-            public enum Reason: Sendable, Hashable {
-                /// The zone was deleted.
-                case deleted
-                /// The zone was deleted with its history (the user cleared the app's data).
-                /// Reported when the server says `purged`; a Nimbus server has no such
-                /// deletion yet, so it is never reported against `nimbus serve`.
-                case purged
-                /// The user reset their encrypted data (`EncryptionKeys.resetEncryptedData(in:)`):
-                /// what the zone held cannot be read by anyone; upload the device's copies again.
-                case encryptedDataReset
-            }
-
-            public let zoneID: CKRecordZone.ID
-            public let reason: Reason
-        }
-
-        public let modifications: [Modification]
-        public let deletions: [Deletion]
+        public let modifications: [CKDatabase.DatabaseChange.Modification]
+        public let deletions: [CKDatabase.DatabaseChange.Deletion]
     }
 
     /// Records that changed or were deleted on the server.

@@ -40,15 +40,9 @@ extension CKSyncEngine {
                 state.data.withLock { $0.databaseToken = nil }
                 continue
             }
-            let reset = page.deletions.isEmpty ? [] : try await encryptedDataResetZones()
-            let deletions = page.deletions.map {
-                Event.FetchedDatabaseChanges.Deletion(
-                    zoneID: $0.zoneID,
-                    reason: reset.contains($0.zoneID.zoneName) ? .encryptedDataReset : $0.purged ? .purged : .deleted)
-            }
+            let deletions = page.deletions
             if !page.modifications.isEmpty || !deletions.isEmpty {
-                await emit(.fetchedDatabaseChanges(.init(
-                    modifications: page.modifications.map { .init(zoneID: $0.zoneID) }, deletions: deletions)))
+                await emit(.fetchedDatabaseChanges(.init(modifications: page.modifications, deletions: deletions)))
             }
             state.data.withLock { stored in
                 stored.databaseToken = page.changeToken.token.rawValue
@@ -110,13 +104,5 @@ extension CKSyncEngine {
             }
         }
         await emit(.didFetchRecordZoneChanges(.init(zoneID: zoneID, error: failure)))
-    }
-
-    /// The private zones whose encrypted data the account reset (``EncryptionKeys/resetEncryptedData(in:)``):
-    /// their deletion's reason is `.encryptedDataReset`.
-    private func encryptedDataResetZones() async throws(CKError) -> Set<String> {
-        let nimbus = try database.configured()
-        guard database.databaseScope == .private, let keys = nimbus.container.encryption else { return [] }
-        return try await mappingErrors { try await keys.resetZoneNames(in: nimbus.container) }
     }
 }

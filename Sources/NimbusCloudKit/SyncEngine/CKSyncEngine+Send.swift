@@ -126,8 +126,8 @@ extension CKSyncEngine {
             var failedDeletes: [CKRecord.ID: CKError] = [:]
             var done: [PendingRecordZoneChange] = []
             do {
-                let results = try await database.modifyRecords(
-                    saving: saves, deleting: deletes, savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone)
+                let results = try await modifyRecordsCreatingNewZones(
+                    saving: saves, deleting: deletes, atomically: batch.atomicByZone)
                 for record in saves {
                     switch results.saveResults[record.recordID] {
                     case .success(let saved)?:

@@ -16,6 +16,13 @@ final class Locked<Value: Sendable>: Sendable {
         lock.unlock()
     }
 
+    /// Changes the value in place, under the lock.
+    func update(_ change: (inout Value) -> Void) {
+        lock.lock()
+        change(&value)
+        lock.unlock()
+    }
+
     func get() -> Value {
         lock.lock()
         defer { lock.unlock() }
