@@ -45,7 +45,7 @@ struct EncryptionBenchCommand: AsyncParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-e2e-\(runID)")
         var configuration = ServerConfiguration(port: 0, dataDirectory: directory.appendingPathComponent("server").path)
         if let postgres { configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_e2e_\(runID)") }
-        // Room for the ciphertext: 16 bytes a 64 KiB chunk and a 9-byte header over the file.
+        // Room for the ciphertext: 48 bytes a 256 KiB chunk and 21 over the file.
         configuration.assets.maxAssetBytes = max(configuration.assets.maxAssetBytes, Int64(assetMB) * 1_100_000)
         let server = try await RunningServer.start(configuration, logger: logger)
         func shutDown() async {

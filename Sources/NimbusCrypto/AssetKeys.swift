@@ -81,9 +81,15 @@ public struct WrappedAssetKey: Sendable, Equatable {
 
     /// Wraps `fileKey` with `zoneKey` for `place`.
     public static func wrap(_ fileKey: AssetFileKey, with zoneKey: ZoneKey, for place: FieldPlace) throws -> WrappedAssetKey {
+        try wrap(key: fileKey.key, with: zoneKey, for: place)
+    }
+
+    /// Wraps a file's 32-byte key (a version 2 file's table key, ``AssetChunks``) with
+    /// `zoneKey` for `place`.
+    public static func wrap(key: SymmetricKey, with zoneKey: ZoneKey, for place: FieldPlace) throws -> WrappedAssetKey {
         let tag = place.recordTag
         let aad = binding(place.container, place.zoneName, place.ownerRecordName, tag, zoneKey.id)
-        let box = try AES.GCM.seal(fileKey.key.withUnsafeBytes { Array($0) }, using: zoneKey.key, authenticating: aad)
+        let box = try AES.GCM.seal(key.withUnsafeBytes { Array($0) }, using: zoneKey.key, authenticating: aad)
         guard let combined = box.combined else { throw EncryptionError(.malformed, "AES-GCM gave no combined form") }
         var header: [UInt8] = []
         for part in [place.zoneName, place.ownerRecordName] {

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// Encrypts an asset's bytes in chunks, each file with its own random key (docs/ENCRYPTION.md,
+/// Encrypted files, version 1 (still read; new files are ``AssetChunks``): an asset's bytes in chunks, one key per file (docs/ENCRYPTION.md,
 /// "Asset format"), so that ranged downloads and resumed uploads work on ciphertext: chunk
 /// `i` of the plaintext is bytes `header + i × (chunkSize + 16)` onward of the ciphertext.
 ///

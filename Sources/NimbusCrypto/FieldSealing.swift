@@ -41,10 +41,18 @@ public enum FieldSealing {
 
     /// The envelope of `plaintext` for `place`, sealed with `key` under a fresh random nonce.
     public static func seal(_ plaintext: [UInt8], with key: ZoneKey, for place: FieldPlace) throws -> [UInt8] {
-        let aad = place.binding.appending(key.id).bytes
-        let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: aad)
-        guard let combined = box.combined else { throw EncryptionError(.malformed, "AES-GCM gave no combined form") }
-        return [version] + key.id + Array(combined)
+        var aad = place.binding
+        aad.append(key.id)
+        let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: aad.bytes)
+        // One buffer of the final size (no intermediate copies).
+        var envelope: [UInt8] = []
+        envelope.reserveCapacity(overhead + plaintext.count)
+        envelope.append(version)
+        envelope += key.id
+        envelope += box.nonce
+        envelope += box.ciphertext
+        envelope += box.tag
+        return envelope
     }
 
     /// The plaintext of an envelope, opened with whichever of `keys` sealed it.

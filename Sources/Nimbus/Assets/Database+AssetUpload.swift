@@ -65,7 +65,18 @@ extension Database {
     package func uploadFile(
         _ file: URL, to url: URL, resuming: Bool = false, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws -> NimbusProtocol.Asset {
-        let size = try AssetFile.size(of: file)
+        try await upload(size: try AssetFile.size(of: file), of: file, to: url, resuming: resuming, progress: progress) {
+            request, range, report in
+            try await container.assetTransport.upload(request, file: file, range: range, progress: report)
+        }
+    }
+
+    /// ``uploadFile(_:to:resuming:progress:)`` of `size` bytes that `send` sends (the bytes
+    /// `range` of the body, with the request it is given): the file's own, or its ciphertext.
+    func upload(
+        size: Int64, of file: URL, to url: URL, resuming: Bool, progress: (@Sendable (TransferProgress) -> Void)?,
+        send: (TransportRequest, Range<Int64>, @escaping @Sendable (Int64) -> Void) async throws -> TransportResponse
+    ) async throws -> NimbusProtocol.Asset {
         var askFirst = resuming
         var broken = 0
         while true {
@@ -85,9 +96,8 @@ extension Database {
                     headers: ["Content-Type": "application/octet-stream", "Accept": "application/json"],
                     timeout: container.assetTimeout)
                 if offset > 0 { request.headers["Content-Range"] = "bytes \(offset)-\(size - 1)/\(size)" }
-                let response = try await container.assetTransport.upload(
-                    request, file: file, range: offset..<size,
-                    progress: { sent in progress?(TransferProgress(completedBytes: start + sent, totalBytes: size)) })
+                let response = try await send(
+                    request, offset..<size, { sent in progress?(TransferProgress(completedBytes: start + sent, totalBytes: size)) })
                 if response.status == 409 || response.status == 202 {
                     // Another offset than the server's, or not the end yet: ask and go on.
                     broken += 1

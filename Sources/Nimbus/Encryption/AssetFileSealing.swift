@@ -2,74 +2,14 @@ import Crypto
 import Foundation
 import NimbusCrypto
 
-/// Encrypted asset files on disk, streamed chunk by chunk (a file is never held in memory
-/// whole): the plaintext's hash, its ciphertext in a temporary file, and a ciphertext opened
-/// into a file (docs/ENCRYPTION.md, "Encrypted assets").
+/// Encrypted asset files of the first format (``AssetSealing``, one convergent key per file),
+/// which this version still opens: a downloaded ciphertext opened into a file, streamed chunk
+/// by chunk (docs/ENCRYPTION.md, "Encrypted assets"). New files are sealed in the second
+/// format (``ChunkSealingSource``, ``ChunkOpener``).
 enum AssetFileSealing {
     /// About how many plaintext bytes are sealed or opened at a time (a whole number of
-    /// chunks): the writer's buffer, and the work the two lanes below share.
+    /// chunks): the writer's buffer, and the work two lanes share.
     static let blockBytes = 1 << 20
-
-    /// The SHA-256 of a file's bytes.
-    static func digest(of file: URL) throws -> [UInt8] {
-        var hasher = SHA256()
-        try AssetFile.chunks(of: file, range: 0..<AssetFile.size(of: file), chunkSize: blockBytes) { hasher.update(data: $0) }
-        return Array(hasher.finalize())
-    }
-
-    /// The ciphertext of `file` under `fileKey`, in a new temporary file (the caller removes
-    /// it). The bytes are hashed again as they are sealed: a file that changed since
-    /// `digest` was taken is ``NimbusError/Code/assetFileModified`` (and nothing is kept), so a
-    /// convergent key never seals two different files.
-    ///
-    /// Each block is sealed by a child task while this one hashes it (two cores; both only
-    /// read the block).
-    static func seal(_ file: URL, with fileKey: AssetFileKey, digest: [UInt8]) async throws -> URL {
-        let size = try AssetFile.size(of: file)
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sealed-\(UUID().uuidString)")
-        do {
-            let writer = try AssetFile.Writer(output, append: false)
-            defer { writer.close() }
-            try writer.write(AssetSealing.header(for: fileKey))
-            var hasher = SHA256()
-            let count = AssetSealing.chunkCount(plaintextSize: size, chunkSize: fileKey.chunkSize)
-            let chunkSize = fileKey.chunkSize
-            var index = 0
-            try await blocks(of: file, size: size, blockSize: chunkSize * max(1, blockBytes / chunkSize)) { block in
-                let first = index
-                async let sealed = sealChunks(of: block, first: first, count: count, with: fileKey)
-                hasher.update(data: block)
-                try writer.write(try await sealed)
-                index += (block.count + chunkSize - 1) / chunkSize
-            }
-            if size == 0 { try writer.write(AssetSealing.sealChunk(Data(), index: 0, final: true, with: fileKey)) }
-            guard Array(hasher.finalize()) == digest else {
-                throw NimbusError(
-                    .assetFileModified, "the asset's file \(file.path) changed while it was encrypted; save the record again")
-            }
-            return output
-        } catch {
-            try? FileManager.default.removeItem(at: output)
-            throw error
-        }
-    }
-
-    /// The chunks of `block`, the first of them chunk `first` of a file of `count` chunks, sealed.
-    private static func sealChunks(of block: Data, first: Int, count: Int, with fileKey: AssetFileKey) throws -> [UInt8] {
-        let chunkSize = fileKey.chunkSize
-        var sealed: [UInt8] = []
-        sealed.reserveCapacity(block.count + (block.count / chunkSize + 1) * AssetSealing.tagByteCount)
-        var offset = block.startIndex
-        var chunk = first
-        while offset < block.endIndex {
-            let end = min(offset + chunkSize, block.endIndex)
-            try AssetSealing.sealChunk(
-                block[offset..<end], index: chunk, final: chunk == count - 1, with: fileKey, appendingTo: &sealed)
-            offset = end
-            chunk += 1
-        }
-        return sealed
-    }
 
     /// Opens the ciphertext in `sealed` into `output` (replaced), chunk by chunk: of each
     /// block, a child task opens the second half while this one opens the first.

@@ -18,12 +18,16 @@ extension Database {
         }
         let keys = try encryptionKeys()
         var sealed = records
+        // One key lookup per zone, not per record.
+        var zoneKeys: [ZoneID: (key: ZoneKey, owner: String)] = [:]
         for index in sealed.indices {
             let record = sealed[index]
             // Assets are encrypted as files (Database+AssetEncryption), their fields stay ASSET.
             let fields = record.encryptedKeys.filter { record.values[$0].map { $0.sdkAssets.isEmpty } ?? false }.sorted()
             guard !fields.isEmpty else { continue }
-            let (key, owner) = try await keys.sealingKey(for: record.id.zoneID, in: self)
+            let zoneID = record.id.zoneID
+            if zoneKeys[zoneID] == nil { zoneKeys[zoneID] = try await keys.sealingKey(for: zoneID, in: self) }
+            let (key, owner) = zoneKeys[zoneID]!
             for field in fields {
                 let plaintext = try EncryptedFieldCoding.plaintext(of: record.values[field]!, field: field)
                 let envelope = try FieldSealing.seal(plaintext, with: key, for: place(of: record.id, field, owner: owner))
@@ -113,7 +117,7 @@ extension Database {
         }
     }
 
-    func encryptionKeys() throws(NimbusError) -> EncryptionKeys {
+    package func encryptionKeys() throws(NimbusError) -> EncryptionKeys {
         guard let keys = container.encryption else {
             throw NimbusError(
                 .encryptionKeysMissing,

@@ -131,7 +131,7 @@ public actor EncryptionKeys {
 
     /// The key to seal new values of a private zone with, and the zone's owner: the zone's
     /// current key from the key directory, or a new one published there.
-    func sealingKey(for zoneID: ZoneID, in database: Database) async throws -> (key: ZoneKey, owner: String) {
+    package func sealingKey(for zoneID: ZoneID, in database: Database) async throws -> (key: ZoneKey, owner: String) {
         if database.scope == .shared {
             let (key, owner) = try await grantedKey(for: zoneID, keyID: nil, in: database)
             return (key, owner)

@@ -28,6 +28,86 @@ public protocol AssetTransport: Sendable {
     func download(
         _ request: TransportRequest, into file: URL, progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> TransportResponse
+
+    /// Sends `request` with `body` as its body: bytes made as the connection takes them (an
+    /// encrypted asset's ciphertext, sealed on the way). The default writes the body to a
+    /// temporary file and sends that with ``upload(_:file:range:progress:)``.
+    ///
+    /// - Parameter progress: called with the number of body bytes sent so far.
+    func upload(
+        _ request: TransportRequest, body: AssetUploadBody, progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> TransportResponse
+
+    /// Sends `request` and hands a `200`/`206` response's body to `receive` (with the status)
+    /// piece by piece as it arrives; any other response is returned with its body, and
+    /// `receive` is not called. The default downloads into a temporary file with
+    /// ``download(_:into:progress:)`` and hands that over.
+    func download(
+        _ request: TransportRequest, receive: (_ status: Int, _ bytes: Data) async throws -> Void
+    ) async throws -> TransportResponse
+}
+
+extension AssetTransport {
+    public func upload(
+        _ request: TransportRequest, body: AssetUploadBody, progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> TransportResponse {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-upload-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let writer = try AssetFile.Writer(file, append: false)
+        do {
+            for try await bytes in body { try writer.write(bytes) }
+            writer.close()
+        } catch {
+            writer.close()
+            throw error
+        }
+        return try await upload(request, file: file, range: 0..<body.length, progress: progress)
+    }
+
+    public func download(
+        _ request: TransportRequest, receive: (_ status: Int, _ bytes: Data) async throws -> Void
+    ) async throws -> TransportResponse {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-download-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let response = try await download(request, into: file, progress: { _ in })
+        guard response.status == 200 || response.status == 206 else { return response }
+        let size = AssetFile.existingSize(of: file)
+        var offset: Int64 = 0
+        while offset < size {
+            let piece = try AssetFile.read(file, range: offset..<min(size, offset + (1 << 20)))
+            offset += Int64(piece.count)
+            try await receive(response.status, piece)
+        }
+        return response
+    }
+}
+
+/// The body of an upload made as it is sent (``AssetTransport/upload(_:body:progress:)``):
+/// `length` bytes, produced a piece at a time; each iteration starts from the beginning.
+public struct AssetUploadBody: AsyncSequence, Sendable {
+    public typealias Element = Data
+    /// How many bytes the body has in all.
+    public let length: Int64
+    let makeSource: @Sendable () -> any AssetBodySource
+
+    init(length: Int64, makeSource: @escaping @Sendable () -> any AssetBodySource) {
+        self.length = length
+        self.makeSource = makeSource
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: makeSource()) }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let source: any AssetBodySource
+
+        public mutating func next() async throws -> Data? { try await source.next() }
+    }
+}
+
+/// What makes an ``AssetUploadBody``'s bytes: one iteration's state.
+protocol AssetBodySource: AnyObject {
+    /// The next piece, or `nil` after the last.
+    func next() async throws -> Data?
 }
 
 /// Moves asset bytes through a plain ``Transport``, each request's body in memory.
@@ -123,6 +203,12 @@ enum AssetFile {
 
         func write(_ data: some DataProtocol) throws {
             try handle.write(contentsOf: data)
+        }
+
+        /// Cuts the file to its first `length` bytes and writes on from there.
+        func truncate(at length: Int64) throws {
+            try handle.truncate(atOffset: UInt64(length))
+            try handle.seekToEnd()
         }
 
         func close() {

@@ -15,7 +15,7 @@ struct EncryptedAssetTests {
     typealias Device = EncryptedValuesTests.Device
     static let zone = ZoneID(zoneName: "Album")
 
-    /// A photo of `count` bytes (several 64 KiB chunks) with `marker` all through it.
+    /// A photo of `count` bytes with `marker` all through it.
     static func photo(_ marker: String, count: Int = 300_000) throws -> (URL, Data) {
         var bytes = Data()
         var index = 0
@@ -79,7 +79,7 @@ struct EncryptedAssetTests {
             let saved = try await phone.database.save(Self.photoRecord("p1", file))
             let asset = try #require(saved["photo"] as Nimbus.Asset?)
             #expect(asset.isEncrypted)
-            #expect(asset.size == AssetSealing.sealedSize(plaintextSize: Int64(plaintext.count)))
+            #expect(asset.size == AssetChunks.Layout(plaintextSize: Int64(plaintext.count)).sealedSize)
 
             // The record's asset dictionary carries the wrapped key and its checksum; the
             // server's files hold no byte of the photo.
@@ -104,7 +104,7 @@ struct EncryptedAssetTests {
             let target = Self.temporaryFile()
             try await phone.database.download(fetched, to: target)
             #expect(try Data(contentsOf: target) == plaintext)
-            #expect(try await phone.database.bytes(of: fetched, in: 65_000..<140_000) == plaintext[65_000..<140_000])
+            #expect(try await phone.database.bytes(of: fetched, in: 65_000..<270_000) == plaintext[65_000..<270_000])
             #expect(try await phone.database.bytes(of: fetched, in: 299_990..<400_000) == plaintext[299_990...])
             #expect(try await phone.database.bytes(of: fetched, in: 0..<0) == Data())
 
@@ -162,7 +162,8 @@ struct EncryptedAssetTests {
             let asset = try #require(try await phone.database.record(for: saved.id)["photo"] as Nimbus.Asset?)
             let blob = try Self.blobFile(live, asset)
             var bytes = try Data(contentsOf: URL(fileURLWithPath: blob))
-            bytes[AssetSealing.headerByteCount + 2 * (AssetSealing.defaultChunkSize + 16) + 100] ^= 0x40
+            let layout = AssetChunks.Layout(plaintextSize: Int64(plaintext.count))
+            bytes[Int(layout.chunkOffset(1)) + 100] ^= 0x40
             try bytes.write(to: URL(fileURLWithPath: blob))
             var forged = asset.serverValueForTest
             forged.fileChecksum = Data(SHA256.hash(data: bytes)).base64EncodedString()
@@ -173,7 +174,7 @@ struct EncryptedAssetTests {
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: target.deletingLastPathComponent().path)
                 .filter { $0.hasPrefix(target.lastPathComponent) }
             #expect(leftovers.isEmpty, "\(leftovers)")
-            #expect(await EncryptedValuesTests.code { _ = try await phone.database.bytes(of: tampered, in: 140_000..<140_010) } == .decryptionFailed)
+            #expect(await EncryptedValuesTests.code { _ = try await phone.database.bytes(of: tampered, in: 270_000..<270_010) } == .decryptionFailed)
             // The chunks before it still read (each chunk opens on its own).
             #expect(try await phone.database.bytes(of: tampered, in: 0..<1000) == plaintext.prefix(1000))
         }

@@ -75,7 +75,7 @@ struct EncryptedParticipantTests {
                 Self.photo("bobs", in: zone, file: file, caption: "MARKER-bobs-caption"))
             let asset = try #require(sent["photo"] as Nimbus.Asset?)
             #expect(asset.isEncrypted)
-            #expect(asset.size == AssetSealing.sealedSize(plaintextSize: Int64(plaintext.count)))
+            #expect(asset.size == AssetChunks.Layout(plaintextSize: Int64(plaintext.count)).sealedSize)
 
             // The server holds ciphertext: the bytes it serves, and the record as it stores it.
             let served = try #require(try await bob.container.sharedCloudDatabase.record(for: sent.id)["photo"] as Nimbus.Asset?)
