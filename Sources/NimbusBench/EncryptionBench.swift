@@ -33,7 +33,11 @@ struct EncryptionBenchCommand: AsyncParsableCommand {
     var batch = 200
     @Option(name: .long, help: "The asset's size in MB (10^6 bytes); 0 skips the asset runs.")
     var assetMB = 50
-    @Option(name: .long, help: "Run the embedded server on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
+    // `--postgres` belongs to `nimbus-bench` (a parent's option wins the parse: with it, this
+    // mode ran on SQLite and said so).
+    @Option(
+        name: .customLong("postgres-url"),
+        help: "Run the embedded server on PostgreSQL (a postgres:// URL; a fresh schema, dropped afterwards).")
     var postgres: String?
 
     enum Mode: String, CaseIterable, Sendable { case plain, encrypted }
