@@ -45,6 +45,11 @@ public struct SyncConfiguration: Sendable {
         self.retryPolicy = retryPolicy
     }
 
+    /// Asset files a send uploads at once (4 by default; 1 uploads one after another). A small
+    /// file's upload is a round trip of its own: a batch of many small files goes faster with
+    /// several in flight.
+    public var maxConcurrentUploads = 4
+
     /// The most bytes the asset cache keeps on disk: beyond it, the least recently used
     /// files are evicted (never those pending changes hold). 256 MB by default.
     public var assetCacheBytes: Int64 = 256 << 20

@@ -37,26 +37,29 @@ extension SyncEngine {
         if !missing.isEmpty { try await requestUploadURLs(missing, zone: zone, into: &known) }
         // URLs asked for just now have no bytes behind them: no need to ask the server.
         let fresh = Set(missing.map(\.0))
-        var failed = Set<String>()
         var uploads: [AssetUploadKey: Nimbus.Asset] = [:]
+        var wanted: [PlannedUpload] = []
         for record in carrying {
-            for step in AssetPlanner.steps(for: record, known: known) where !failed.contains(record.id.recordName) {
+            for step in AssetPlanner.steps(for: record, known: known) {
                 switch step {
                 case .ready(let key, let asset):
                     uploads[key] = asset
                 case .upload(let key, let url, let resuming):
-                    do {
-                        let asset = try await upload(
-                            key, url: url, resuming: resuming && !fresh.contains(key), recordType: record.recordType,
-                            zone: zone)
-                        uploads[key] = asset
-                        prepared.uploaded[key.recordName, default: []].append((URL(fileURLWithPath: key.file), asset))
-                    } catch let error as NimbusError where !error.isRetryable && error.code != .operationCancelled {
-                        failed.insert(key.recordName)
-                        prepared.failures.append(SyncEvent.SendFailure(zone: zone, recordName: key.recordName, error: error))
-                    }
+                    wanted.append(PlannedUpload(key: key, url: url, resuming: resuming && !fresh.contains(key), recordType: record.recordType))
                 case .requestURL:
                     throw NimbusError(.internalError, "no upload URL was kept for an asset of \(record.id.recordName)")
+                }
+            }
+        }
+        var failed = Set<String>()
+        for (planned, result) in try await uploadConcurrently(wanted, zone: zone) {
+            switch result {
+            case .success(let asset):
+                uploads[planned.key] = asset
+                prepared.uploaded[planned.key.recordName, default: []].append((URL(fileURLWithPath: planned.key.file), asset))
+            case .failure(let error):
+                if failed.insert(planned.key.recordName).inserted {
+                    prepared.failures.append(SyncEvent.SendFailure(zone: zone, recordName: planned.key.recordName, error: error))
                 }
             }
         }
@@ -73,6 +76,53 @@ extension SyncEngine {
             prepared.withReceipts.insert(name)
         }
         return prepared
+    }
+
+    /// One file to upload: its key, URL, and whether an earlier attempt may have sent part of it.
+    struct PlannedUpload: Sendable {
+        var key: AssetUploadKey
+        var url: URL
+        var resuming: Bool
+        var recordType: String
+    }
+
+    /// Uploads `planned`, up to ``SyncConfiguration/maxConcurrentUploads`` files at once (a
+    /// small file's upload is one round trip: one after another, a folder of small files
+    /// waits on the network for each). Answers in `planned`'s order: each file's asset, or the
+    /// error that refused it for good; any other error (retryable after the retries, a
+    /// cancellation) stops the others and is thrown.
+    private func uploadConcurrently(
+        _ planned: [PlannedUpload], zone: String
+    ) async throws -> [(PlannedUpload, Result<Nimbus.Asset, NimbusError>)] {
+        let width = max(1, configuration.maxConcurrentUploads)
+        var results = [Result<Nimbus.Asset, NimbusError>?](repeating: nil, count: planned.count)
+        try await withThrowingTaskGroup(of: (Int, Result<Nimbus.Asset, NimbusError>).self) { group in
+            func start(_ index: Int) {
+                let item = planned[index]
+                group.addTask {
+                    do {
+                        let asset = try await self.upload(
+                            item.key, url: item.url, resuming: item.resuming, recordType: item.recordType, zone: zone)
+                        return (index, .success(asset))
+                    } catch let error as NimbusError where !error.isRetryable && error.code != .operationCancelled {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var next = 0
+            while next < min(width, planned.count) {
+                start(next)
+                next += 1
+            }
+            while let (index, result) = try await group.next() {
+                results[index] = result
+                if next < planned.count {
+                    start(next)
+                    next += 1
+                }
+            }
+        }
+        return zip(planned, results).compactMap { planned, result in result.map { (planned, $0) } }
     }
 
     private func requestUploadURLs(
@@ -126,15 +176,23 @@ extension SyncEngine {
     /// After saves that spent receipts: the uploaded files go into the cache (this device
     /// then never downloads its own assets).
     func adoptUploads(_ uploaded: [String: [(file: URL, asset: Nimbus.Asset)]], saved: [String]) async throws {
+        var cached: [(checksum: String, size: Int64)] = []
         for name in saved {
             for (file, asset) in uploaded[name] ?? [] {
                 guard let checksum = asset.fileChecksum, let size = asset.size else { continue }
-                let cached = cacheFile(checksum)
-                if !FileManager.default.fileExists(atPath: cached.path) {
+                let cacheFile = cacheFile(checksum)
+                if !FileManager.default.fileExists(atPath: cacheFile.path) {
                     try? FileManager.default.createDirectory(at: cacheDirectory, withIntermediateDirectories: true)
-                    guard (try? FileManager.default.copyItem(at: file, to: cached)) != nil else { continue }
+                    guard (try? FileManager.default.copyItem(at: file, to: cacheFile)) != nil else { continue }
                 }
-                try await store.transaction { try $0.touchCachedAsset(checksum, size: size) }
+                cached.append((checksum, size))
+            }
+        }
+        // One transaction for the batch's files, not one each.
+        if !cached.isEmpty {
+            let files = cached
+            try await store.transaction { transaction in
+                for (checksum, size) in files { try transaction.touchCachedAsset(checksum, size: size) }
             }
         }
         if !uploaded.isEmpty { try await evict(keeping: []) }
