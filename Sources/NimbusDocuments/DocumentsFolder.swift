@@ -51,6 +51,8 @@ public actor DocumentsFolder {
 
     private var running: Task<Void, any Error>?
     private var listener: Task<Void, Never>?
+    private var watcher: FolderWatcher?
+    private var watching: Task<Void, Never>?
     var observers: [UUID: AsyncStream<[DocumentItem]>.Continuation] = [:]
 
     /// A folder synced by `engine`, whose configuration must sync ``zone`` (see
@@ -153,8 +155,8 @@ public actor DocumentsFolder {
     }
 
     /// Syncs when a push says the zone changed, and sends what is pending when the push
-    /// channel (re)connects. The folder itself is scanned at each ``sync()``; call it on a
-    /// timer (``run(every:clock:)``) or when the app knows files changed.
+    /// channel (re)connects. The folder itself is scanned at each ``sync()``: ``watch()`` runs
+    /// one when it changes, ``run(every:clock:)`` on a timer.
     public func listen(to push: PushClient) async {
         await engine.listen(to: push)
         let events = engine.events()
@@ -171,8 +173,30 @@ public actor DocumentsFolder {
         }
     }
 
+    /// Watches the folder: a change in it (a file written, created, deleted, moved or renamed,
+    /// here or behind the app's back) starts a ``sync()`` at once, without waiting for a poll.
+    /// Changes that arrive while a pass runs are taken by one pass after it. Returns `false`
+    /// where the platform gives no file-system events to this library (inotify on Linux is
+    /// used; on Apple platforms, poll with ``run(every:clock:)``). Keep polling anyway, less
+    /// often, as the fallback for what events miss (a folder on a network file system).
+    @discardableResult
+    public func watch() -> Bool {
+        if watcher != nil { return true }
+        let (changes, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        guard let watcher = FolderWatcher(reader: reader, changed: { continuation.yield() }) else { return false }
+        self.watcher = watcher
+        watching = Task { [weak self] in
+            for await _ in changes {
+                guard let self else { return }
+                try? await self.sync()
+            }
+        }
+        return true
+    }
+
     /// Syncs every `interval` on `clock` until the task is cancelled (the folder is polled:
-    /// changes made behind the app's back are found at the next pass).
+    /// changes made behind the app's back are found at the next pass; ``watch()`` finds them
+    /// at once where the platform allows).
     public func run(every interval: Duration, clock: SyncClock = .system) async {
         while !Task.isCancelled {
             try? await sync()
@@ -184,6 +208,10 @@ public actor DocumentsFolder {
     public func stop() async {
         listener?.cancel()
         listener = nil
+        watcher?.stop()
+        watcher = nil
+        watching?.cancel()
+        watching = nil
         await engine.stopListening()
     }
 
