@@ -98,4 +98,21 @@ struct UbiquitousKeyValueStoreTests {
         let reopened = NSUbiquitousKeyValueStore(connection: nil, directory: directory)
         #expect(reopened.data(forKey: "blob") == Data([1, 2]))
     }
+
+    /// Keys that are not strings (a dictionary keyed by numbers, at the top or deeper in an
+    /// array or dictionary): the value is not stored, as a property list refuses them; the
+    /// store is unchanged and the other values stay.
+    @Test func dictionariesKeyedByOtherThanStringsAreNotStored() throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = NSUbiquitousKeyValueStore(connection: nil, directory: directory)
+        store.set(["width": 800] as [String: Any], forKey: "window")
+        store.set([1: "one"] as [Int: String], forKey: "numbers")
+        store.set(["nested": [2: "two"] as [Int: String]] as [String: Any], forKey: "nested")
+        store.set([["ok": 1] as [String: Any], [3.5: "x"] as [Double: String]] as [Any], forKey: "list")
+        store.set([4: "four"] as [Int: String], forKey: "window")  // over a stored value: it stays
+        #expect(store.dictionaryRepresentation.keys.sorted() == ["window"])
+        #expect((store.dictionary(forKey: "window")?["width"] as? Int64) == 800)
+        #expect(store.object(forKey: "numbers") == nil)
+    }
 }

@@ -98,11 +98,18 @@ struct Device {
 final class CountingTransfers: AssetTransport {
     private let base = HTTPClientTransport()
     private let counts = NIOLockedValueBox((uploads: 0, uploadedBytes: Int64(0), downloads: 0))
+    private let uploadHook = NIOLockedValueBox<(@Sendable (URL) throws -> Void)?>(nil)
 
     /// Upload requests sent (a file's bytes in one or more ranges count once per range).
     var uploads: Int { counts.withLockedValue { $0.uploads } }
     var uploadedBytes: Int64 { counts.withLockedValue { $0.uploadedBytes } }
     var downloads: Int { counts.withLockedValue { $0.downloads } }
+
+    /// Runs `hook` once, with the file being sent, at the start of the next upload (before
+    /// its bytes go): a seam to change the folder while an upload is in flight.
+    func duringNextUpload(_ hook: @escaping @Sendable (URL) throws -> Void) {
+        uploadHook.withLockedValue { $0 = hook }
+    }
 
     func upload(
         _ request: TransportRequest, file: URL, range: Range<Int64>, progress: @escaping @Sendable (Int64) -> Void
@@ -111,6 +118,11 @@ final class CountingTransfers: AssetTransport {
             $0.uploads += 1
             $0.uploadedBytes += range.upperBound - range.lowerBound
         }
+        let hook = uploadHook.withLockedValue { hook in
+            defer { hook = nil }
+            return hook
+        }
+        try hook?(file)
         return try await base.upload(request, file: file, range: range, progress: progress)
     }
 
