@@ -401,6 +401,9 @@ let package = Package(
                 // `nimbus-bench sync --engine cloudkit`: a new device on CKSyncEngine, its app's table in SQLite.
                 "NimbusCloudKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The documents bench's synced folders and key-value stores.
+                "NimbusDocuments",
+                "NimbusKeyValue",
                 "ReadingList",
                 "ReadingListSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

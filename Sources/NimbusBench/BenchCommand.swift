@@ -21,7 +21,7 @@ struct BenchCommand: AsyncParsableCommand {
             By default starts an embedded server on a fresh temporary data directory. With --url it \
             drives a running server instead: pass that server's --data directory (to provision a \
             container and user in it) or --container, --api-token and --web-auth-token.
-            `nimbus-bench push` measures push latency and idle WebSocket memory (Linux only); `nimbus-bench query`, records/query latency; `nimbus-bench assets`, asset upload and download throughput.
+            `nimbus-bench push` measures push latency and idle WebSocket memory (Linux only); `nimbus-bench query`, records/query latency; `nimbus-bench assets`, asset upload and download throughput; `nimbus-bench documents`, a synced folder's first sync and save → other device.
             """,
         subcommands: benchSubcommands)
 
@@ -781,11 +781,13 @@ func processCPU() -> (user: Double, system: Double) {
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, SyncDeviceCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
     FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self, EncryptionBenchCommand.self,
+    DocumentsBenchCommand.self,
 ]
 #else
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, SyncDeviceCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
     FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self, EncryptionBenchCommand.self,
+    DocumentsBenchCommand.self,
 ]
 #endif
 
