@@ -58,73 +58,19 @@ extension DocumentsFolder {
         // 3. Every record at its place, parents first: moved, created, downloaded. An item
         //    that cannot be placed now (its folder could not be, a link in the way) waits for
         //    the next pass; a failed download fails the pass after the others are placed.
-        //    The bytes to download are fetched a few files at a time, concurrently, ahead of
-        //    their placing (each small file is a round trip of its own).
         let ordered = layout.paths.sorted { ($0.value.components.count, $0.value) < ($1.value.components.count, $1.value) }
         var failure: (any Error)?
-        var start = 0
-        while start < ordered.count {
-            let window = downloadWindow(ordered[start...].lazy.map { byName[$0.key] }, known: known, wanted: wanted, pending: pending)
-            await download(window.needed)
-            for (recordName, target) in ordered[start..<start + window.count] {
-                guard let record = byName[recordName] else { continue }
-                do {
-                    try await settle(record, at: target, known: &known, wanted: wanted.contains(recordName), pending: pending.contains(recordName))
-                } catch let error as NimbusError {
-                    failure = failure ?? error
-                } catch {
-                    continue  // a path refused, a file system error: the next pass tries again
-                }
+        for (recordName, target) in ordered {
+            guard let record = byName[recordName] else { continue }
+            do {
+                try await settle(record, at: target, known: &known, wanted: wanted.contains(recordName), pending: pending.contains(recordName))
+            } catch let error as NimbusError {
+                failure = failure ?? error
+            } catch {
+                continue  // a path refused, a file system error: the next pass tries again
             }
-            start += window.count
         }
         if let failure { throw failure }
-    }
-
-    /// Files downloaded at once ahead of their placing.
-    static let concurrentDownloads = 8
-
-    /// The next records to place (at least one): at most ``concurrentDownloads`` of them to
-    /// download, and no more bytes than a quarter of the asset cache (so none is evicted
-    /// before it is placed). Returns how many records, and those whose bytes to download.
-    private func downloadWindow(
-        _ records: some Sequence<DocumentRecord?>, known: [String: KnownItem], wanted: Set<String>, pending: Set<String>
-    ) -> (count: Int, needed: [DocumentRecord]) {
-        let budget = engine.configuration.assetCacheBytes / 4
-        var needed: [DocumentRecord] = []
-        var bytes: Int64 = 0
-        var count = 0
-        for record in records {
-            guard let record else {
-                count += 1
-                continue
-            }
-            let downloads =
-                record.kind == .file && known[record.recordName]?.sha256 != record.sha256 && !pending.contains(record.recordName)
-                && (policy == .keepEverythingLocal || wanted.contains(record.recordName))
-            if downloads {
-                if needed.count == Self.concurrentDownloads || (!needed.isEmpty && bytes + record.size > budget) { break }
-                needed.append(record)
-                bytes += record.size
-            }
-            count += 1
-        }
-        return (max(count, 1), needed)
-    }
-
-    /// Downloads the bytes of `records` into the engine's cache, concurrently; a failure is
-    /// left for the placing, which downloads again and reports it.
-    private func download(_ records: [DocumentRecord]) async {
-        guard records.count > 1 else { return }  // one alone is downloaded as it is placed
-        let engine = self.engine
-        await withTaskGroup(of: Void.self) { group in
-            for record in records {
-                group.addTask {
-                    guard let local = try? engine.store.record(zone: Self.zone, name: record.recordName) else { return }
-                    _ = try? await engine.assetFile(for: local, field: DocumentRecord.contentField)
-                }
-            }
-        }
     }
 
     /// Puts one record where the layout says: moves its known item there, writes its new
