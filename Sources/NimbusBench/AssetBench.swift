@@ -24,6 +24,10 @@ struct AssetBench: Sendable {
         var runs: Set<String> = ["throughput", "resume", "concurrent"]
         /// Where the bench writes its files: the same disk as the server's data.
         var directory: String
+        /// The yardstick of the throughput run (`nil`: `--no-nginx`).
+        var nginx: NginxPeer? = nil
+        /// What the throughput run is judged on, against nginx.
+        var targets: AssetBenchTargets? = nil
     }
 
     let client: AssetBenchClient
@@ -87,9 +91,18 @@ struct AssetBench: Sendable {
             throw BenchError("the downloaded \(size)-byte file differs from the uploaded one")
         }
         try BenchFiles.copy(path, to: copyPath)
+        if let peer = settings.nginx {
+            try await client.put(path, size: Int64(size), to: peer.url(warm))
+            _ = try await client.get(peer.url(warm), size: Int64(size), to: downloadPath)
+            guard try BenchFiles.checksum(of: downloadPath) == checksum else {
+                throw BenchError("the file nginx served differs from the one it was sent")
+            }
+        }
 
-        var result = ThroughputResult(size: size)
-        let progress = Progress(label: "\(ThroughputResult.sizeLabel(size)): copy, upload, download", total: settings.repetitions)
+        var result = ThroughputResult(size: size, targets: settings.targets)
+        let peer = settings.nginx
+        let steps = peer == nil ? "copy, upload, download" : "copy, upload and download by Nimbus and nginx"
+        let progress = Progress(label: "\(ThroughputResult.sizeLabel(size)): \(steps)", total: settings.repetitions)
         for round in 0..<settings.repetitions {
             let name = "t-\(size)-\(round)"
             // Untimed, so that every timed operation writes a new file, as the server does with
@@ -101,14 +114,30 @@ struct AssetBench: Sendable {
             result.copy.append(try Self.timedSync { _ = try BenchFiles.copy(path, to: copyPath) })
             try? FileManager.default.removeItem(atPath: copyPath)
             result.durableCopy.append(try Self.timedSync { _ = try BenchFiles.copy(path, to: copyPath, durable: true) })
-            result.upload.append(
-                try await Self.timed { try await client.upload(path, size: Int64(size), checksum: stamped, recordName: name) })
-            try? FileManager.default.removeItem(atPath: downloadPath)
-            result.download.append(
-                try await Self.timed {
-                    let written = try await client.download(recordName: name, to: downloadPath)
-                    guard written == size else { throw BenchError("downloaded \(written) of \(size) bytes") }
-                })
+            // Nimbus and nginx take turns going first, round by round.
+            let nimbusFirst = round % 2 == 0
+            for nimbus in [nimbusFirst, !nimbusFirst] {
+                if nimbus {
+                    result.upload.append(
+                        try await Self.timed { try await client.upload(path, size: Int64(size), checksum: stamped, recordName: name) })
+                } else if let peer {
+                    result.peerUpload.append(try await Self.timed { try await client.put(path, size: Int64(size), to: peer.url(name)) })
+                }
+            }
+            for nimbus in [nimbusFirst, !nimbusFirst] {
+                try? FileManager.default.removeItem(atPath: downloadPath)
+                if nimbus {
+                    result.download.append(
+                        try await Self.timed {
+                            let written = try await client.download(recordName: name, to: downloadPath)
+                            guard written == size else { throw BenchError("downloaded \(written) of \(size) bytes") }
+                        })
+                } else if let peer {
+                    result.peerDownload.append(
+                        try await Self.timed { _ = try await client.get(peer.url(name), size: Int64(size), to: downloadPath) })
+                    try? FileManager.default.removeItem(atPath: (peer.root as NSString).appendingPathComponent(name))
+                }
+            }
             progress.update(round + 1)
         }
         progress.finish()

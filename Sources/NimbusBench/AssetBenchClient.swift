@@ -53,11 +53,11 @@ struct AssetBenchClient: Sendable {
         return Answer(status: Int(response.status.code), json: (try? JSON.parse(buffer.readableBytesView)) ?? .null)
     }
 
-    /// A `POST` of the whole file at `path` to an upload URL, sent from the page cache by
+    /// A `POST` (or `method`) of the whole file at `path` to `url`, sent from the page cache by
     /// `sendfile` (a NIO `FileRegion`): the client neither copies the file into its memory nor
     /// queues buffers ahead of the socket, so on a machine it shares with the server it takes
     /// as little CPU and memory as a client can.
-    func post(file path: String, size: Int64, to url: String) async throws -> Answer {
+    func post(file path: String, size: Int64, to url: String, method: HTTPMethod = .POST) async throws -> Answer {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw BenchError("cannot open \(path): errno \(errno)") }
         let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: fd)
@@ -67,7 +67,7 @@ struct AssetBenchClient: Sendable {
         let body = HTTPClient.Body.stream(contentLength: size) { writer in
             writer.write(.fileRegion(FileRegion(fileHandle: handle, readerIndex: 0, endIndex: Int(size))))
         }
-        let request = try HTTPClient.Request(url: url, method: .POST, headers: headers, body: body)
+        let request = try HTTPClient.Request(url: url, method: method, headers: headers, body: body)
         let response = try await http.execute(request: request, deadline: .now() + Self.timeout).get()
         let bytes = response.body.map { Array($0.readableBytesView) } ?? []
         return Answer(status: Int(response.status.code), json: (try? JSON.parse(bytes)) ?? .null)
@@ -118,6 +118,12 @@ struct AssetBenchClient: Sendable {
         try await attach(try Self.singleFile(answer, checksum: checksum, size: size), recordName: recordName)
     }
 
+    /// A WebDAV `PUT` of the whole file to `url` (the nginx yardstick), sent as ``upload(_:size:checksum:recordName:)`` sends it.
+    func put(_ path: String, size: Int64, to url: String) async throws {
+        let answer = try await post(file: path, size: size, to: url, method: .PUT)
+        guard answer.status == 201 || answer.status == 204 else { throw BenchError("the PUT to \(url) answered \(answer.status)") }
+    }
+
     /// `records/lookup` of a record: its `file` asset's download URL, `${f}` filled in.
     func downloadURL(recordName: String) async throws -> (url: String, size: Int64) {
         let body: JSON = ["zoneID": ["zoneName": "_defaultZone"], "records": [["recordName": .string(recordName)]]]
@@ -134,6 +140,11 @@ struct AssetBenchClient: Sendable {
     /// `path`. Returns the bytes written.
     func download(recordName: String, to path: String) async throws -> Int64 {
         let (url, size) = try await downloadURL(recordName: recordName)
+        return try await get(url, size: size, to: path)
+    }
+
+    /// A `GET` of `url` streamed into `path` (no fsync), which must come to `size` bytes.
+    func get(_ url: String, size: Int64, to path: String) async throws -> Int64 {
         let response = try await http.execute(HTTPClientRequest(url: url), timeout: Self.timeout)
         guard response.status == .ok else {
             let text = try await response.body.collect(upTo: 1 << 20)

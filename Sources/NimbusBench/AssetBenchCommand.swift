@@ -40,6 +40,16 @@ struct AssetBenchCommand: AsyncParsableCommand {
     var keepData = false
     @Flag(name: .customLong("json-output"), help: "Print the results as JSON.")
     var json = false
+    @Option(
+        name: .customLong("assets"),
+        help: ArgumentHelp(
+            "Where the server keeps asset bytes, as `nimbus serve --assets` (file:///dir, s3://…): default the engine's own place.",
+            valueName: "location"))
+    var assets: String?
+    @Option(name: .customLong("nginx"), help: "The nginx executable of the yardstick (default: /usr/sbin/nginx, Debian's nginx-core).")
+    var nginx: String?
+    @Flag(name: .customLong("no-nginx"), help: "Run the throughput without nginx (no yardstick, so no target).")
+    var noNginx = false
 
     var selectedRuns: Set<String> { Set(runs.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
 
@@ -74,14 +84,28 @@ struct AssetBenchCommand: AsyncParsableCommand {
         defer { if !keepData { try? FileManager.default.removeItem(atPath: root) } }
 
         var configuration = ServerConfiguration(port: 0)
+        if let assets {
+            do {
+                configuration.assets.location = try AssetLocation(parsing: assets)
+            } catch {
+                throw ValidationError("--assets: \(error.message)")
+            }
+        }
         if let postgres {
             configuration.storage = .postgres(url: postgres, schema: "nimbus_bench_\(runID)")
         } else {
             configuration.storage = .sqlite(directory: (root as NSString).appendingPathComponent("server"))
         }
-        let settings = AssetBench.Settings(
+        var settings = AssetBench.Settings(
             sizes: sizeBytes, repetitions: repetitions, resumeSize: Int(resumeSize * 1e6), clients: clients,
             concurrentSize: Int(concurrentSize * 1e6), runs: selectedRuns, directory: files)
+        let inDatabase = postgres != nil && configuration.assets.location == .engineDefault
+        if !noNginx, selectedRuns.contains("throughput") {
+            settings.nginx = try await NginxPeer.start(
+                executable: try NginxPeer.executable(nginx), directory: (root as NSString).appendingPathComponent("nginx"))
+            settings.targets = inDatabase ? .inDatabase : .files
+        }
+        defer { settings.nginx?.stop() }
         let largest = ([settings.resumeSize, settings.concurrentSize] + settings.sizes).max() ?? 0
         configuration.assets.maxAssetBytes = max(configuration.assets.maxAssetBytes, Int64(largest))
 
@@ -104,7 +128,9 @@ struct AssetBenchCommand: AsyncParsableCommand {
         } else {
             var lines = [
                 "Nimbus bench assets — \(machine.summary)",
-                "server: embedded, \(engine) (\(configuration.storage)); files on the same disk, \(files)",
+                "server: embedded, \(engine) (\(configuration.storage)), asset bytes: \(configuration.assets.location); "
+                    + "files on the same disk, \(files)"
+                    + (settings.nginx.map { "; yardstick: nginx on \($0.baseURL), one worker, sendfile" } ?? ""),
                 "load average at the end: \(machine.loadAverage)", "",
             ]
             for result in report.throughput { lines += result.lines }
@@ -114,8 +140,9 @@ struct AssetBenchCommand: AsyncParsableCommand {
             if let concurrent = report.concurrent { lines += [concurrent.line, ""] }
             lines.append(
                 "MB = 10^6 bytes. copy: a read/write loop of 1 MiB buffers, no fsync. upload: assets/upload, the streamed "
-                    + "POST, records/modify; download: records/lookup, the streamed GET into a file. cpu: this process "
-                    + "(client and embedded server) per operation, median.")
+                    + "POST, records/modify; download: records/lookup, the streamed GET into a file. nginx: a WebDAV PUT of "
+                    + "the same file from the same client, a GET of it into a file; Nimbus and nginx alternate going first. "
+                    + "cpu: this process (client and embedded server; not nginx) per operation, median.")
             print(lines.joined(separator: "\n"))
         }
         fflush(nil)
