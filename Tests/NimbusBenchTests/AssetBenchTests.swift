@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NimbusProtocol
 import NimbusServer
 import NimbusStore
 import NimbusTestSupport
@@ -41,9 +42,16 @@ import Testing
         var logger = Logger(label: "asset-bench-test")
         logger.logLevel = .critical
         // Sizes that are not a whole number of the server's or the client's 1 MiB chunks.
-        let settings = AssetBench.Settings(
+        var settings = AssetBench.Settings(
             sizes: [100_000, 2_500_000], repetitions: 2, resumeSize: 2_300_001, clients: 3, concurrentSize: 1_200_000,
             directory: files)
+        // The nginx yardstick where nginx is installed (`.ci/run` installs Debian's nginx-core).
+        let nginx = try? NginxPeer.executable(nil)
+        if let nginx {
+            settings.nginx = try await NginxPeer.start(executable: nginx, directory: root + "/nginx")
+            settings.targets = .files
+        }
+        defer { settings.nginx?.stop() }
         let report = try await AssetBenchCommand.withServer(
             configuration, clients: 3, runID: runID, keepData: false, logger: logger
         ) { client in
@@ -54,7 +62,12 @@ import Testing
         for result in report.throughput {
             #expect(result.copy.count == 2 && result.upload.count == 2 && result.download.count == 2)
             #expect(result.rates(result.upload).best > 0 && result.rates(result.download).best > 0)
-            #expect(result.ratios(result.upload).best > 0)
+            #expect(result.ratios(result.upload, to: result.copy).best > 0)
+            if nginx != nil {
+                #expect(result.peerUpload.count == 2 && result.peerDownload.count == 2)
+                #expect(result.ratios(result.download, to: result.peerDownload).median > 0)
+                #expect(result.json["nginxDownload"]?["medianMBps"] != nil)
+            }
             #expect(!result.lines.isEmpty)
         }
         #expect(report.resumes.count == 2)

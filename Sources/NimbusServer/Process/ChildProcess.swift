@@ -85,6 +85,16 @@ package final class ChildProcess: Sendable {
         // Nobody would read a pipe of the child's errors: `.pipe` discards them.
         _ = try route(error == .pipe ? .discard : error, to: 2, childReads: false)
         // Every other descriptor of this process stays out of the child.
+        // The child starts with no signal blocked and every signal's default action: a spawn
+        // inherits the calling thread's mask, and this process's threads (NIO's, Dispatch's)
+        // block most signals, so a child such as nginx would never see the SIGTERM that stops it.
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var everySignal = sigset_t()
+        sigfillset(&everySignal)
+        posix_spawnattr_setsigdefault(&attributes, &everySignal)
+        var flags = Int32(POSIX_SPAWN_SETSIGMASK) | Int32(POSIX_SPAWN_SETSIGDEF)
         #if canImport(Glibc)
         // glibc 2.34+; not in the Glibc module's headers, so looked up (older: inherited).
         typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
@@ -92,8 +102,9 @@ package final class ChildProcess: Sendable {
             _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
         }
         #else
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT))
+        flags |= Int32(POSIX_SPAWN_CLOEXEC_DEFAULT)
         #endif
+        posix_spawnattr_setflags(&attributes, Int16(flags))
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let environment = environment ?? ProcessInfo.processInfo.environment

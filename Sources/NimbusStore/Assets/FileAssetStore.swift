@@ -59,7 +59,13 @@ public struct FileAssetStore: AssetStore {
             throw CloudKitError(
                 .badRequest, "upload \(id) holds \(file.length) bytes; continue at that offset (or 0), not \(offset)")
         }
-        for try await chunk in chunks { try file.append(chunk) }
+        do {
+            for try await chunk in chunks { try await file.append(chunk) }
+        } catch {
+            // What arrived before the failure stays: written, then the error.
+            try? file.drain()
+            throw error
+        }
         try file.synchronize()
         return file.length
     }
