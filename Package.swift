@@ -487,6 +487,7 @@ let package = Package(
                 "NimbusBench",
                 "NimbusServer",
                 "NimbusStore",
+                "NimbusProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
