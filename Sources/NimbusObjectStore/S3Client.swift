@@ -53,6 +53,11 @@ struct S3Client: Sendable {
         return url(path: path, query: query)
     }
 
+    /// How many times a request is sent before its failure is reported.
+    static let attempts = 3
+    /// Answers that mean "try again" (S3's InternalError, SlowDown and their gateways').
+    static let retriedStatuses: Set<Int> = [500, 502, 503, 504]
+
     /// Sends a signed request; answers a 2xx (or one of `accepting`), throws for the rest.
     /// `body` is hashed for the signature.
     func send(
@@ -81,12 +86,28 @@ struct S3Client: Sendable {
         } else if method == .PUT || method == .POST {
             request.body = .bytes(ByteBuffer())
         }
-        let response: HTTPClientResponse
-        do {
-            response = try await http.execute(request, timeout: timeout)
-        } catch {
-            throw ObjectStoreError("the object store at \(location.endpoint) could not be reached: \(error)")
+        // A connection the pool kept may have been closed by the store meanwhile (moto's and
+        // many stores' idle timeouts), and a busy store may answer 500/503: every request here
+        // carries its whole body, so it is sent again, twice at most, as AWS's own SDKs do.
+        var response: HTTPClientResponse?
+        for attempt in 1...Self.attempts {
+            do {
+                let answer = try await http.execute(request, timeout: timeout)
+                if Self.retriedStatuses.contains(Int(answer.status.code)), attempt < Self.attempts {
+                    _ = try? await answer.body.collect(upTo: 64 * 1024)
+                    try await Task.sleep(for: .milliseconds(50 * attempt))
+                    continue
+                }
+                response = answer
+                break
+            } catch {
+                guard attempt < Self.attempts else {
+                    throw ObjectStoreError("the object store at \(location.endpoint) could not be reached: \(error)")
+                }
+                try await Task.sleep(for: .milliseconds(50 * attempt))
+            }
         }
+        guard let response else { throw ObjectStoreError("the object store at \(location.endpoint) did not answer") }
         let status = Int(response.status.code)
         if (200..<300).contains(status) || accepting.contains(status) { return response }
         let text = (try? await response.body.collect(upTo: 64 * 1024)).map { String(buffer: $0) } ?? ""
