@@ -69,7 +69,22 @@ public struct S3AssetStore: AssetStore {
         try await segments(id).last.map { $0.start + $0.object.size } ?? 0
     }
 
+    /// A failure of the object store (an ``ObjectStoreError``: the body's own failures never
+    /// are one) is the server's, not the client's: `TRY_AGAIN_LATER`, the bytes stored before it
+    /// kept for a resume, never the "body ended early" `BAD_REQUEST` a failed request body gets.
     public func appendUpload<Chunks: AsyncSequence>(_ id: String, at offset: Int64, _ chunks: Chunks) async throws -> Int64
+    where Chunks.Element == ByteBuffer {
+        do {
+            return try await appendSegments(id, at: offset, chunks)
+        } catch let error as ObjectStoreError {
+            throw CloudKitError(
+                .tryAgainLater,
+                "the server's object store did not take upload \(id)'s bytes (\(error.message)); GET the upload URL for "
+                    + "the bytes it holds and send the rest, or POST the file again")
+        }
+    }
+
+    private func appendSegments<Chunks: AsyncSequence>(_ id: String, at offset: Int64, _ chunks: Chunks) async throws -> Int64
     where Chunks.Element == ByteBuffer {
         let folder = try uploadFolder(id)
         var start = offset

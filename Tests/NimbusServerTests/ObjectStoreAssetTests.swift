@@ -48,6 +48,23 @@ struct ObjectStoreAssetTests {
         }
     }
 
+    /// A bucket that refuses the bytes (here: one that does not exist) is the server's failure,
+    /// answered `TRY_AGAIN_LATER`, never the "body ended early" `BAD_REQUEST` of a client's.
+    @Test func aStoreThatRefusesTheBytesIsTheServersFailureNotTheClients() async throws {
+        var location = try TestObjectStore.fresh()
+        location.bucket = "nimbus-no-such-bucket"
+        try await TestServer.with(.sqlite, configure: { $0.assets.location = .objectStore(location) }) { server in
+            let alice = try await server.user("alice")
+            do {
+                _ = try await alice.uploadAsset(testBytes(1_000, seed: 13), record: "x", field: "file")
+                Issue.record("the upload into a missing bucket succeeded")
+            } catch {
+                #expect("\(error)".contains("TRY_AGAIN_LATER"), "\(error)")
+                #expect(!"\(error)".contains("BAD_REQUEST"), "\(error)")
+            }
+        }
+    }
+
     @Test(arguments: Engine.available) func theRedirectFlagSendsAnAuthorisedDownloadToAPresignedURL(engine: Engine) async throws {
         let location = try TestObjectStore.fresh()
         try await TestServer.with(engine, configure: { configuration in
