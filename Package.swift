@@ -509,7 +509,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NimbusCryptoTests",
-            dependencies: ["NimbusCrypto", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["NimbusCrypto", "NimbusProtocol", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -69,7 +69,8 @@ public enum AssetChunks {
         /// The layout of a ciphertext of `sealedSize` bytes and this chunk size, or `nil` when
         /// no file seals to that length (it was cut or padded).
         public init?(sealedSize: Int64, chunkSize: Int) {
-            guard chunkSize > 0, chunkSize <= 1 << 24 else { return nil }
+            // The size comes from the network: no arithmetic below may overflow.
+            guard chunkSize > 0, chunkSize <= 1 << 24, sealedSize >= 0, sealedSize <= 1 << 60 else { return nil }
             let perChunk = Int64(chunkSize + tagByteCount + keyByteCount)
             let body = sealedSize - Int64(headerByteCount + tagByteCount)
             guard body >= Int64(tagByteCount + keyByteCount) else { return nil }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NimbusCrypto
+import NimbusProtocol
 import Testing
 
 /// Encrypted files, version 2: a key per chunk from the chunk's own bytes, a sealed key table
@@ -85,6 +86,36 @@ struct AssetChunksTests {
         #expect(opened == Array(plain[32..<48]))
         #expect(FieldSealingTests.code { try AssetChunks.openChunk(third, index: 1, layout: layout, key: keys[32..<64], appendingTo: &opened) } == .authenticationFailed)
         #expect(FieldSealingTests.code { try AssetChunks.openChunk(third, index: 2, layout: layout, key: keys[32..<64], appendingTo: &opened) } == .authenticationFailed)
+    }
+
+    /// Bytes and sizes from the network never trap: 5,000 seeded random files (random bytes,
+    /// valid files cut, grown and flipped, headers with any chunk size) and extreme sizes each
+    /// open or throw.
+    @Test func hostileFilesAndSizesNeverTrap() throws {
+        let (sealed, tableKey) = try AssetChunks.seal(AssetSealingTests.bytes(100), secrets: Self.secrets, chunkSize: 16)
+        var random = SplitMix64(seed: 0x5EED_A55E)
+        for round in 0..<5_000 {
+            var bytes: [UInt8]
+            switch round % 4 {
+            case 0: bytes = (0..<Int(random.next() % 300)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            case 1: bytes = Array(sealed.prefix(Int(random.next() % UInt64(sealed.count + 1))))
+            case 2: bytes = sealed + (0..<Int(random.next() % 64)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            default:
+                bytes = sealed
+                bytes[Int(random.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: random.next() | 1)
+            }
+            if round % 8 == 3, bytes.count >= 5 {
+                bytes[0] = AssetChunks.version
+                for index in 1...4 { bytes[index] = UInt8(truncatingIfNeeded: random.next()) }
+            }
+            _ = try? AssetChunks.open(bytes, tableKey: tableKey)
+            _ = try? AssetChunks.header(bytes)
+        }
+        for size in [Int64.min, -1, 0, 1, 52, Int64(1) << 60, Int64.max - 1, Int64.max] {
+            for chunkSize in [Int.min, -1, 0, 1, 16, 1 << 24, (1 << 24) + 1, Int.max] {
+                _ = AssetChunks.Layout(sealedSize: size, chunkSize: chunkSize)
+            }
+        }
     }
 
     @Test func theFirstFormatStillReads() throws {
