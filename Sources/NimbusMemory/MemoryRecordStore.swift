@@ -101,7 +101,7 @@ public actor MemoryRecordStore: RecordStore {
         guard let state = databases[database] else {
             try FeedRules.checkUnwrittenDatabase(zone: zone, position: position, in: database)
             return RecordChangesPage(
-                records: [], syncToken: tokens.records(zone: zone, incarnation: 0, version: 0, in: database),
+                records: [], syncToken: tokens.recordsOfUnwrittenDatabase(zone: zone, in: database),
                 moreComing: false)
         }
         guard let zoneState = state.zones[zone], !zoneState.deleted else {
@@ -120,8 +120,7 @@ public actor MemoryRecordStore: RecordStore {
             position: \.version)
         return RecordChangesPage(
             records: page.entries,
-            syncToken: tokens.records(
-                zone: zone, incarnation: zoneState.incarnation, version: page.tokenPosition, in: database),
+            syncToken: tokens.records(zone: zone, state: zoneState, version: page.tokenPosition, in: database),
             moreComing: page.moreComing)
     }
 

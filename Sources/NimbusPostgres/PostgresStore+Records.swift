@@ -107,7 +107,7 @@ extension PostgresStore: RecordStore {
         let page = FeedPaging.cut(records, limit: limit, since: since, head: databaseVersion, position: \.version)
         return RecordChangesPage(
             records: page.entries,
-            syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: page.tokenPosition, in: database),
+            syncToken: tokens.records(zone: zone, state: zoneState, version: page.tokenPosition, in: database),
             moreComing: page.moreComing)
     }
 
@@ -168,24 +168,24 @@ extension PostgresStore: RecordStore {
         text.append(UInt8(ascii: "]"))
         return WrittenRecordChangesPage(
             recordsJSON: text,
-            syncToken: tokens.records(zone: zone, incarnation: zoneState.incarnation, version: cut.tokenPosition, in: database),
+            syncToken: tokens.records(zone: zone, state: zoneState, version: cut.tokenPosition, in: database),
             moreComing: cut.moreComing, recordCount: written.count)
     }
 
     /// A feed statement found no database row: the default zone of a database never written
     /// has an empty feed, any other zone does not exist.
     private static func emptyFeed(
-        _ zone: String, _ position: (incarnation: Int64, version: Int64)?, tokens: ChangeTokens, in database: DatabaseKey
+        _ zone: String, _ position: RecordFeedPosition?, tokens: ChangeTokens, in database: DatabaseKey
     ) throws(CloudKitError) -> RecordChangesPage {
         try FeedRules.checkUnwrittenDatabase(zone: zone, position: position, in: database)
         return RecordChangesPage(
-            records: [], syncToken: tokens.records(zone: zone, incarnation: 0, version: 0, in: database),
+            records: [], syncToken: tokens.recordsOfUnwrittenDatabase(zone: zone, in: database),
             moreComing: false)
     }
 
     /// The feed's zone, checked: it exists, is not deleted, and the token belongs to it.
     private static func checkFeedZone(
-        _ zone: ZoneState?, _ name: String, _ position: (incarnation: Int64, version: Int64)?, databaseVersion: Int64,
+        _ zone: ZoneState?, _ name: String, _ position: RecordFeedPosition?, databaseVersion: Int64,
         in database: DatabaseKey
     ) throws(CloudKitError) -> ZoneState {
         guard let zone, !zone.deleted else { throw FeedRules.zoneNotFound(name, in: database) }

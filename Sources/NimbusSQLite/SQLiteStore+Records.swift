@@ -74,7 +74,7 @@ extension SQLiteStore: RecordStore {
             guard let dbRow = try Self.databaseRow(db, database) else {
                 try FeedRules.checkUnwrittenDatabase(zone: zone, position: position, in: database)
                 return RecordChangesPage(
-                    records: [], syncToken: tokens.records(zone: zone, incarnation: 0, version: 0, in: database),
+                    records: [], syncToken: tokens.recordsOfUnwrittenDatabase(zone: zone, in: database),
                     moreComing: false)
             }
             guard let zoneState = try Self.zone(db, database: dbRow.id, name: zone), !zoneState.deleted else {
@@ -97,8 +97,7 @@ extension SQLiteStore: RecordStore {
             let page = FeedPaging.cut(records, limit: limit, since: since, head: dbRow.version, position: \.version)
             return RecordChangesPage(
                 records: page.entries,
-                syncToken: tokens.records(
-                    zone: zone, incarnation: zoneState.incarnation, version: page.tokenPosition, in: database),
+                syncToken: tokens.records(zone: zone, state: zoneState, version: page.tokenPosition, in: database),
                 moreComing: page.moreComing)
         }
     }

@@ -101,15 +101,16 @@ extension SQLiteStore {
         let cutoff = now - retentionMillis
         return try await pool.write { db in
             try db.execute(
+                // Only the old tombstones are read (the `records_tombstones` index), never a
+                // zone's live records: a pass costs what it removes, however large the store.
                 sql: """
-                    UPDATE zones SET horizon = MAX(horizon, (
-                        SELECT MAX(r.version) FROM records r
-                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at <= ?))
-                    WHERE EXISTS (
-                        SELECT 1 FROM records r
-                        WHERE r.db = zones.db AND r.zone = zones.name AND r.deleted = 1 AND r.modified_at <= ?)
+                    UPDATE zones SET horizon = MAX(zones.horizon, old.version)
+                    FROM (
+                        SELECT db, zone, MAX(version) AS version FROM records
+                        WHERE deleted = 1 AND modified_at <= ? GROUP BY db, zone) AS old
+                    WHERE zones.db = old.db AND zones.name = old.zone
                     """,
-                arguments: [cutoff, cutoff])
+                arguments: [cutoff])
             // Tombstones hold no counted bytes (`DatabaseUsage`): the usage counters stay.
             try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND modified_at <= ?", arguments: [cutoff])
             let tombstones = db.changesCount

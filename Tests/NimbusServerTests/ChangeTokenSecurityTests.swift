@@ -87,13 +87,13 @@ struct ChangeTokenSecurityTests {
             let version = try tokens.decodeDatabase(current.database, in: database)
             let sequence = try tokens.decodeNotifications(current.notifications, for: alice.recipient)
             let ahead = FeedTokens(
-                records: tokens.records(zone: "Z", incarnation: position.incarnation, version: version + 1, in: database),
+                records: tokens.records(zone: "Z", incarnation: position.incarnation, version: version + 1, floor: position.floor, in: database),
                 database: tokens.database(version: version + 1, in: database),
                 meta: tokens.meta(version: version + 1, in: database),
                 notifications: tokens.notifications(sequence: sequence + 1, for: alice.recipient))
             #expect(try await Self.codes(alice, ahead) == Self.allExpired)
             // A zone incarnation not created yet is ahead too.
-            let laterZone = tokens.records(zone: "Z", incarnation: position.incarnation + 1, version: 1, in: database)
+            let laterZone = tokens.records(zone: "Z", incarnation: position.incarnation + 1, version: 1, floor: 0, in: database)
             #expect(try await alice.changes("Z", since: laterZone).serverErrorCode == "CHANGE_TOKEN_EXPIRED")
             // The reason tells the client what to do, and the zone is named.
             let reply = try await alice.changes("Z", since: ahead.records)

@@ -21,7 +21,7 @@ struct TokenDecoderPropertyTests {
         func issue(_ tokens: ChangeTokens, _ numbers: [Int64]) -> String {
             switch self {
             case .records:
-                return tokens.records(zone: "Z", incarnation: numbers[0], version: numbers[1], in: TokenDecoderPropertyTests.database)
+                return tokens.records(zone: "Z", incarnation: numbers[0], version: numbers[1], floor: numbers[2], in: TokenDecoderPropertyTests.database)
             case .database: return tokens.database(version: numbers[0], in: TokenDecoderPropertyTests.database)
             case .meta: return tokens.meta(version: numbers[0], in: TokenDecoderPropertyTests.database)
             case .notifications: return tokens.notifications(sequence: numbers[0], for: TokenDecoderPropertyTests.recipient)
@@ -32,14 +32,14 @@ struct TokenDecoderPropertyTests {
             switch self {
             case .records:
                 let position = try tokens.decodeRecords(text, zone: "Z", in: TokenDecoderPropertyTests.database)
-                return [position.incarnation, position.version]
+                return [position.incarnation, position.version, position.floor]
             case .database: return [try tokens.decodeDatabase(text, in: TokenDecoderPropertyTests.database)]
             case .meta: return [try tokens.decodeMeta(text, in: TokenDecoderPropertyTests.database)]
             case .notifications: return [try tokens.decodeNotifications(text, for: TokenDecoderPropertyTests.recipient)]
             }
         }
 
-        var count: Int { self == .records ? 2 : 1 }
+        var count: Int { self == .records ? 3 : 1 }
     }
 
     static func tokens(seed: UInt64) -> ChangeTokens {
@@ -159,7 +159,7 @@ struct TokenDecoderPropertyTests {
         let bob = DatabaseKey(container: "iCloud.c", environment: .development, scope: .private, owner: "_bob")
         let shared = DatabaseKey(container: "iCloud.c", environment: .development, scope: .shared, owner: "_alice")
         let production = DatabaseKey(container: "iCloud.c", environment: .production, scope: .private, owner: "_alice")
-        let record = tokens.records(zone: "Z", incarnation: 1, version: 5, in: Self.database)
+        let record = tokens.records(zone: "Z", incarnation: 1, version: 5, floor: 0, in: Self.database)
         // Signed with a secret this server does not have (it was replaced): a refetch.
         do {
             let position = try other.decodeRecords(record, zone: "Z", in: Self.database)

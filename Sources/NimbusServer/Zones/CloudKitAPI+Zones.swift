@@ -5,7 +5,7 @@ extension CloudKitAPI {
     /// The zone dictionary: `{zoneID, syncToken, atomic}`.
     func zoneJSON(_ zone: ZoneState, _ call: APICall) throws -> JSON {
         let syncToken = try store.changeTokens.records(
-            zone: zone.zoneName, incarnation: zone.incarnation, version: zone.changeVersion, in: call.database)
+            zone: zone.zoneName, state: zone, version: zone.changeVersion, in: call.database)
         return .object([
             "zoneID": call.responseZoneID(zone.zoneName).wireJSON,
             "syncToken": .string(syncToken),

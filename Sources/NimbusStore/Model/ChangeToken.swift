@@ -9,7 +9,9 @@ import NimbusProtocol
 /// came from and signed:
 ///
 /// - Record tokens (`records/changes`, `changes/zone`, the `syncToken` of a zone) name the
-///   zone's incarnation and a version, bound to the database *and* the zone.
+///   zone's incarnation, a version and the zone's compaction horizon when issued (`r3`; the
+///   older `r2` form has no horizon and is held to the zone's), bound to the database *and*
+///   the zone.
 /// - Database tokens (`changes/database`) and meta tokens (`zones/changes`) name a version,
 ///   bound to the database.
 /// - Notification tokens (`notifications/changes`) name a sequence number, bound to the user
@@ -51,9 +53,26 @@ public struct ChangeTokens: Sendable {
 
     // MARK: Issuing
 
-    /// The token for a zone's record feed.
-    public func records(zone: String, incarnation: Int64, version: Int64, in database: DatabaseKey) -> String {
-        seal(.records, [incarnation, version], for: .zone(zone, in: database))
+    /// The token for a zone's record feed at `version`, read from the zone in `state`.
+    ///
+    /// The token also carries the zone's horizon as the page was read (its *floor*): the
+    /// reader has been served everything since with the tombstones up to that horizon
+    /// already gone, so a later read from it is sound until a compaction raises the horizon
+    /// again (``FeedRules/checkRecordToken(_:zone:databaseVersion:in:)``). Without it, a
+    /// first sync of a zone whose old tombstones were compacted expired at its second page.
+    public func records(zone: String, state: ZoneState, version: Int64, in database: DatabaseKey) -> String {
+        records(zone: zone, incarnation: state.incarnation, version: version, floor: state.horizon, in: database)
+    }
+
+    /// The token for a zone's record feed at a position given number by number.
+    public func records(zone: String, incarnation: Int64, version: Int64, floor: Int64, in database: DatabaseKey) -> String {
+        seal(.recordsWithFloor, [incarnation, version, floor], for: .zone(zone, in: database))
+    }
+
+    /// The token of a zone's record feed before the database was ever written (the default
+    /// zone's empty feed).
+    public func recordsOfUnwrittenDatabase(zone: String, in database: DatabaseKey) -> String {
+        seal(.recordsWithFloor, [0, 0, 0], for: .zone(zone, in: database))
     }
 
     /// The token for a database's zone feed (`changes/database`).
@@ -78,11 +97,12 @@ public struct ChangeTokens: Sendable {
     ///   another feed, database or zone); CHANGE_TOKEN_EXPIRED for a token of an earlier
     ///   release's format.
     public func decodeRecords(_ token: String, zone: String, in database: DatabaseKey) throws(CloudKitError)
-        -> (incarnation: Int64, version: Int64)
+        -> RecordFeedPosition
     {
         let zoneID = ZoneID(zoneName: zone, ownerRecordName: database.owner)
-        let numbers = try open(token, kinds: [.records], for: .zone(zone, in: database), zoneID: zoneID)
-        return (numbers[0], numbers[1])
+        let numbers = try open(token, kinds: [.records, .recordsWithFloor], for: .zone(zone, in: database), zoneID: zoneID)
+        // A token of the two-number form names no floor: it is held to the zone's horizon.
+        return RecordFeedPosition(incarnation: numbers[0], version: numbers[1], floor: numbers.count > 2 ? numbers[2] : 0)
     }
 
     /// The version of a database token (`changes/database`) issued for `database`.
@@ -107,17 +127,25 @@ public struct ChangeTokens: Sendable {
 
     enum Kind: String, CaseIterable {
         case records = "r2"
+        /// A record token that also carries the zone's horizon when it was issued.
+        case recordsWithFloor = "r3"
         case database = "d2"
         case meta = "m2"
         case notifications = "n2"
 
         /// How many numbers the kind's position has.
-        var count: Int { self == .records ? 2 : 1 }
+        var count: Int {
+            switch self {
+            case .records: 2
+            case .recordsWithFloor: 3
+            default: 1
+            }
+        }
 
         /// The feed whose token the kind is, for errors.
         var feed: String {
             switch self {
-            case .records: return "a zone's record feed (records/changes, changes/zone)"
+            case .records, .recordsWithFloor: return "a zone's record feed (records/changes, changes/zone)"
             case .database: return "changes/database"
             case .meta: return "zones/changes"
             case .notifications: return "notifications/changes"
@@ -281,5 +309,22 @@ package enum Base64URL {
         (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
             || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
             || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "=")
+    }
+}
+
+/// Where a record token (`records/changes`) points in its zone's feed.
+public struct RecordFeedPosition: Sendable, Hashable {
+    /// The zone's incarnation the token was issued for.
+    public var incarnation: Int64
+    /// The database version the reader has been served up to.
+    public var version: Int64
+    /// The zone's horizon when the token was issued: tombstones up to it were already gone
+    /// from everything the reader was served (0 for tokens of the older, two-number form).
+    public var floor: Int64
+
+    public init(incarnation: Int64, version: Int64, floor: Int64 = 0) {
+        self.incarnation = incarnation
+        self.version = version
+        self.floor = floor
     }
 }

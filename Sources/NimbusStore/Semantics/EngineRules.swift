@@ -22,13 +22,15 @@ public enum FeedRules {
     ///   or drop their copies) instead of merely refetching, which would silently lose what
     ///   the old zone held.
     /// - A token older than the zone's horizon (tombstones up to it were compacted) is
-    ///   CHANGE_TOKEN_EXPIRED.
+    ///   CHANGE_TOKEN_EXPIRED, unless it was issued with that horizon already in place (its
+    ///   ``RecordFeedPosition/floor``): its reader was never served a record whose tombstone
+    ///   compaction removed since, so nothing it holds can have been deleted unseen.
     /// - A token ahead of the database (a version it has not reached, or an incarnation of the
     ///   zone not created yet) is CHANGE_TOKEN_EXPIRED: the server was restored from a backup
     ///   taken before the token was issued, and the changes after the token's position are not
     ///   the ones the client saw.
     public static func checkRecordToken(
-        _ position: (incarnation: Int64, version: Int64), zone: ZoneState, databaseVersion: Int64,
+        _ position: RecordFeedPosition, zone: ZoneState, databaseVersion: Int64,
         in database: DatabaseKey
     ) throws(CloudKitError) {
         let zoneID = ZoneID(zoneName: zone.zoneName, ownerRecordName: database.owner)
@@ -42,7 +44,7 @@ public enum FeedRules {
                     + "created since); treat the zone as deleted, then fetch without a sync token",
                 zoneID: zoneID)
         }
-        if position.version < zone.horizon {
+        if position.version < zone.horizon && position.floor < zone.horizon {
             throw CloudKitError(
                 .changeTokenExpired,
                 "the sync token is older than the tombstone retention window of zone '\(zone.zoneName)'; "
@@ -55,7 +57,7 @@ public enum FeedRules {
     /// empty (a token of it from the start is fine, one further on is ahead of the database),
     /// any other zone does not exist.
     public static func checkUnwrittenDatabase(
-        zone: String, position: (incarnation: Int64, version: Int64)?, in database: DatabaseKey
+        zone: String, position: RecordFeedPosition?, in database: DatabaseKey
     ) throws(CloudKitError) {
         guard zone == ZoneID.defaultZoneName else { throw zoneNotFound(zone, in: database) }
         if let position, position.incarnation != 0 || position.version != 0 {
