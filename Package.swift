@@ -392,6 +392,8 @@ let package = Package(
             name: "NimbusBench",
             dependencies: [
                 "NimbusEngines", "NimbusSQLite",
+                // `nimbus-bench growth` reads PostgreSQL's bytes on disk.
+                "NimbusPostgres",
                 .target(name: "CBenchSockets", condition: .when(platforms: [.linux])),
                 "NimbusProtocol",
                 "NimbusStore",

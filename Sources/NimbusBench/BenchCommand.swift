@@ -781,13 +781,13 @@ func processCPU() -> (user: Double, system: Double) {
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, SyncDeviceCommand.self, PushBenchCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
     FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self, EncryptionBenchCommand.self,
-    DocumentsBenchCommand.self,
+    DocumentsBenchCommand.self, GrowthBenchCommand.self,
 ]
 #else
 let benchSubcommands: [any ParsableCommand.Type] = [
     SyncBenchCommand.self, SyncDeviceCommand.self, QueryBenchCommand.self, AssetBenchCommand.self, FairnessBenchCommand.self,
     FairnessFloodCommand.self, TraceStoreBenchCommand.self, StoreWriteBenchCommand.self, EncryptionBenchCommand.self,
-    DocumentsBenchCommand.self,
+    DocumentsBenchCommand.self, GrowthBenchCommand.self,
 ]
 #endif
 
