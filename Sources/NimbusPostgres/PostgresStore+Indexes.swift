@@ -177,6 +177,16 @@ extension PostgresStore {
             return "$\(bindings.count)"
         }
 
+        /// The database's id as a scalar subquery. Joined instead (`databases d JOIN …`), the
+        /// index rows came from the inner side of a nested loop, whose order PostgreSQL does not
+        /// keep: it read every entry of the field and sorted them for the first page (5.8 s at
+        /// 850k entries, against 3.4 ms in index order with the subquery).
+        mutating func bindDatabaseID(_ database: DatabaseKey) -> String {
+            "(SELECT id FROM databases WHERE container = \(bind(database.container)) AND environment = "
+                + "\(bind(database.environment.rawValue)) AND scope = \(bind(database.scope.rawValue)) AND owner = "
+                + "\(bind(database.owner)))"
+        }
+
         /// `(kind, num, txt)` placeholders for a key.
         mutating func bind(key value: IndexValue) -> String {
             let key = StoredIndexKey(value)
@@ -191,8 +201,7 @@ extension PostgresStore {
     {
         var query = DynamicQuery()
         var conditions = [
-            "d.container = \(query.bind(database.container))", "d.environment = \(query.bind(database.environment.rawValue))",
-            "d.scope = \(query.bind(database.scope.rawValue))", "d.owner = \(query.bind(database.owner))",
+            "v.db = \(query.bindDatabaseID(database))",
             "v.type = \(query.bind(scan.recordType))", "v.field = \(query.bind(index))",
         ]
         if let lower = range.lower {
@@ -214,8 +223,7 @@ extension PostgresStore {
         let direction = scan.descending ? "DESC" : "ASC"
         query.sql = """
             SELECT \(Self.recordColumnsR), v.kind, v.num::text, v.txt, v.zone
-            FROM databases d
-            JOIN record_values v ON v.db = d.id
+            FROM record_values v
             JOIN records r ON r.db = v.db AND r.zone = v.zone AND r.name = v.name
             WHERE \(conditions.joined(separator: " AND ")) AND NOT r.deleted
             ORDER BY v.kind \(direction), v.num \(direction), v.txt \(direction), v.name \(direction), v.zone \(direction)
@@ -237,11 +245,7 @@ extension PostgresStore {
         async throws -> [IndexHit]
     {
         var query = DynamicQuery()
-        var conditions = [
-            "d.container = \(query.bind(database.container))", "d.environment = \(query.bind(database.environment.rawValue))",
-            "d.scope = \(query.bind(database.scope.rawValue))", "d.owner = \(query.bind(database.owner))",
-            "t.type = \(query.bind(scan.recordType))",
-        ]
+        var conditions = ["t.db = \(query.bindDatabaseID(database))", "t.type = \(query.bind(scan.recordType))"]
         if matchAll {
             var ordered = tokens
             if tokens.count > 1 {
@@ -276,8 +280,7 @@ extension PostgresStore {
         }
         query.sql = """
             SELECT DISTINCT ON (t.name, t.zone) \(Self.recordColumnsR), t.zone
-            FROM databases d
-            JOIN record_tokens t ON t.db = d.id
+            FROM record_tokens t
             JOIN records r ON r.db = t.db AND r.zone = t.zone AND r.name = t.name
             WHERE \(conditions.joined(separator: " AND ")) AND NOT r.deleted
             ORDER BY t.name, t.zone
