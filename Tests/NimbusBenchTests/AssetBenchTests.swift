@@ -36,6 +36,9 @@ import Testing
         let files = root + "/files"
         try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) }
+        // Not the shared harness: the bench's own server (AssetBenchCommand.withServer, what
+        // `nimbus-bench assets` runs) is part of what this test runs; it stops the server and,
+        // with keepData false, removes this storage whatever the body does.
         var configuration = ServerConfiguration(port: 0)
         configuration.storage =
             postgres.map { .postgres(url: $0, schema: "nimbus_bench_\(runID)") } ?? .sqlite(directory: root + "/server")

@@ -5,6 +5,7 @@ import Logging
 import NimbusEngines
 import NimbusServer
 import NimbusStore
+import NimbusTestSupport
 import Testing
 
 @testable import NimbusBench
@@ -97,22 +98,14 @@ import Testing
         }
     }
 
+    /// Runs `body` with a fresh server (the shared ``ServerHarness``), its API token and a user's
+    /// web auth token; the harness stops the server and removes its data whatever happens.
     private func withServer(_ body: (RunningServer, String, String) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var logger = Logger(label: "nimbus-bench-test")
-        logger.logLevel = .critical
-        let server = try await RunningServer.start(ServerConfiguration(port: 0, dataDirectory: directory), logger: logger)
-        do {
-            let apiToken = try await server.store.createContainer(Self.container).token
-            let userToken = try await server.store.createUser(
+        try await ServerHarness.with(.sqlite, container: Self.container) { harness in
+            let userToken = try await harness.server.store.createUser(
                 name: "bench", email: nil, firstName: nil, lastName: nil, container: Self.container
             ).token
-            try await body(server, apiToken, userToken)
-            try await server.stop()
-        } catch {
-            try? await server.stop()
-            throw error
+            try await body(harness.server, harness.apiToken, userToken)
         }
     }
 }

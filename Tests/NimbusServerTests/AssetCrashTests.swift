@@ -14,71 +14,65 @@ import Testing
 @Suite("Asset crash safety")
 struct AssetCrashTests {
     @Test func killNineMidUploadLosesNothingReferencedAndLeaksNothing() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-crash-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        // Provisioned as the CLI would, before the server starts.
-        let store = try SQLiteStore(directory: directory)
-        let apiToken = try await store.createContainer(TestServer.container).token
-        let issued = try await store.createUser(
-            name: "alice", email: "alice@example.com", firstName: "Alice", lastName: nil, container: TestServer.container)
-        try store.close()
+        // The child `nimbus serve` keeps asset bytes in its data directory (its default), so the
+        // harness's server does too, also in CI's pass that moves every harness's assets to S3.
+        try await TestServer.with(.sqlite, configure: { $0.assets.location = .engineDefault }) { server in
+            guard case .sqlite(let directory) = server.storage else { throw TestFailure("not SQLite storage") }
+            // Provisioned (container, user) by the harness's server, stopped before the child starts.
+            let signedIn = try await server.user("alice")
+            try await server.harness.stopServer()
 
-        let kept = testBytes(400_000, seed: 11)
-        let keptURL: String
-        do {
-            let child = try await ServeProcess.start(directory: directory)
-            defer { child.kill() }
-            let alice = TestClient(
-                baseURL: child.baseURL, container: TestServer.container, apiToken: apiToken, webAuthToken: issued.token,
-                userRecordName: issued.user?.recordName, deviceID: nil)
-            // Saved: must survive.
-            let file = try await alice.uploadAsset(kept, record: "kept", field: "image")
-            let saved = try await alice.modify("_defaultZone", [assetOp("create", "kept", ["image": (file, "ASSETID")])])
-            #expect(saved.records.first?["serverErrorCode"] == nil, "\(saved.text)")
-            keptURL = try #require(saved.records.first?["fields"]?["image"]?["value"]?["downloadURL"]?.string)
-            // Uploaded, never saved; half of a resumable upload; a POST cut by the kill.
-            _ = try await alice.uploadAsset(testBytes(50_000, seed: 12), record: "orphan", field: "image")
-            let half = try #require(try await alice.requestUpload(record: "half", field: "image").url)
-            _ = try await alice.transfer(
-                half, method: .PUT, bytes: testBytes(1000), headers: [("Content-Range", "bytes 0-999/2000")])
-            let cut = try #require(try await alice.requestUpload(record: "cut", field: "image").url)
-            let connection = try await RawConnection.open(port: child.port)
-            try await connection.send(
-                "POST \(try #require(URL(string: cut)?.path)) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n")
-            try await connection.send(testBytes(300_000, seed: 13))
-            // Killed once the server is writing the body.
-            var holding = false
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !holding && ContinuousClock.now < deadline {
-                holding = (try await alice.transfer(cut, method: .GET).json["receivedBytes"]?.int64 ?? 0) > 0
+            let kept = testBytes(400_000, seed: 11)
+            let keptURL: String
+            do {
+                // A process of its own, started by hand because SIGKILL is what the test is about;
+                // scoped: killed when this block ends, whatever happens in it.
+                let child = try await ServeProcess.start(directory: directory)
+                defer { child.kill() }
+                var alice = signedIn
+                alice.baseURL = child.baseURL
+                // Saved: must survive.
+                let file = try await alice.uploadAsset(kept, record: "kept", field: "image")
+                let saved = try await alice.modify("_defaultZone", [assetOp("create", "kept", ["image": (file, "ASSETID")])])
+                #expect(saved.records.first?["serverErrorCode"] == nil, "\(saved.text)")
+                keptURL = try #require(saved.records.first?["fields"]?["image"]?["value"]?["downloadURL"]?.string)
+                // Uploaded, never saved; half of a resumable upload; a POST cut by the kill.
+                _ = try await alice.uploadAsset(testBytes(50_000, seed: 12), record: "orphan", field: "image")
+                let half = try #require(try await alice.requestUpload(record: "half", field: "image").url)
+                _ = try await alice.transfer(
+                    half, method: .PUT, bytes: testBytes(1000), headers: [("Content-Range", "bytes 0-999/2000")])
+                let cut = try #require(try await alice.requestUpload(record: "cut", field: "image").url)
+                let connection = try await RawConnection.open(port: child.port)
+                try await connection.send(
+                    "POST \(try #require(URL(string: cut)?.path)) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n")
+                try await connection.send(testBytes(300_000, seed: 13))
+                // Killed once the server is writing the body.
+                var holding = false
+                let deadline = ContinuousClock.now + .seconds(20)
+                while !holding && ContinuousClock.now < deadline {
+                    holding = (try await alice.transfer(cut, method: .GET).json["receivedBytes"]?.int64 ?? 0) > 0
+                }
+                #expect(holding, "the server never stored any of the cut upload")
+                child.kill()
             }
-            #expect(holding, "the server never stored any of the cut upload")
-            child.kill()
-        }
-        // A crash between storing bytes and recording them: a blob no row knows.
-        let strayFolder = URL(fileURLWithPath: directory).appendingPathComponent("assets/blobs/" + String(repeating: "ab", count: 16))
-        try FileManager.default.createDirectory(at: strayFolder, withIntermediateDirectories: true)
-        let strayPath = strayFolder.appendingPathComponent(String(repeating: "cd", count: 32)).path
-        #expect(FileManager.default.createFile(atPath: strayPath, contents: Data([1, 2, 3])))
+            // A crash between storing bytes and recording them: a blob no row knows.
+            let strayFolder = URL(fileURLWithPath: directory).appendingPathComponent("assets/blobs/" + String(repeating: "ab", count: 16))
+            try FileManager.default.createDirectory(at: strayFolder, withIntermediateDirectories: true)
+            let strayPath = strayFolder.appendingPathComponent(String(repeating: "cd", count: 32)).path
+            #expect(FileManager.default.createFile(atPath: strayPath, contents: Data([1, 2, 3])))
 
-        // Restarted on the same data directory.
-        var configuration = ServerConfiguration(port: 0)
-        configuration.storage = .sqlite(directory: directory)
-        configuration.assets.gracePeriod = .zero
-        let server = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-        do {
-            let alice = TestClient(
-                baseURL: server.baseURL, container: TestServer.container, apiToken: apiToken, webAuthToken: issued.token,
-                userRecordName: issued.user?.recordName, deviceID: nil)
+            // Restarted on the same data directory (and port), with no grace period for unsaved uploads.
+            try await server.harness.restart { $0.assets.gracePeriod = .zero }
+            let alice = signedIn  // on the same port
             // The URL handed out before the crash still reads the file (same secret, same row).
             let before = keptURL.replacingOccurrences(of: "http://127.0.0.1:", with: "").drop { $0.isNumber }
-            #expect(try await alice.transfer(server.baseURL + before, method: .GET).bytes == kept)
+            #expect(try await alice.transfer(server.server.baseURL + before, method: .GET).bytes == kept)
             let fresh = try #require(
                 try await alice.lookup("kept").records.first?["fields"]?["image"]?["value"]?["downloadURL"]?.string)
             #expect(try await alice.transfer(fresh, method: .GET).bytes == kept)
 
             // Once the never-saved uploads expire, the collector reclaims all the rest.
-            let report = try await server.collectAssetsNow(now: wallClockMillis() + 25 * 3_600_000)
+            let report = try await server.server.collectAssetsNow(now: wallClockMillis() + 25 * 3_600_000)
             #expect(report.blobs == 2, "the orphan upload's blob and the stray file")
             #expect(report.uploads >= 3, "the orphan's, the half and the cut uploads")
             let assets = URL(fileURLWithPath: directory).appendingPathComponent("assets")
@@ -87,10 +81,6 @@ struct AssetCrashTests {
             #expect(blobs.count == 1 && blobs.first?.hasSuffix(AssetLifecycleTests.sha(kept)) == true, "\(blobs)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: assets.appendingPathComponent("uploads").path).isEmpty)
             #expect(try await alice.transfer(fresh, method: .GET).bytes == kept)
-            try await server.stop()
-        } catch {
-            try? await server.stop()
-            throw error
         }
     }
 }

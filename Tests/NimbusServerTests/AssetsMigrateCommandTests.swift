@@ -48,17 +48,10 @@ struct AssetsMigrateCommandTests {
             #expect(try await alice.transfer(url, method: .GET).status == 404, "gone from the old location")
 
             // The same node restarted on the new location serves the same URL.
-            try await server.harness.stopServer()
-            var moved = server.harness.configuration
-            moved.assets.location = .directory(target)
-            let restarted = try await RunningServer.start(moved, logger: TestServer.quietLogger)
-            try await scoped {
-                let fetched = try await alice.transfer(url, method: .GET)
-                #expect(fetched.status == 200)
-                #expect(fetched.bytes == bytes)
-            } cleanup: {
-                try await restarted.stop()
-            }
+            try await server.harness.restart { $0.assets.location = .directory(target) }
+            let fetched = try await alice.transfer(url, method: .GET)
+            #expect(fetched.status == 200)
+            #expect(fetched.bytes == bytes)
         }
     }
 

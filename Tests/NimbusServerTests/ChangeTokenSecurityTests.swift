@@ -179,66 +179,35 @@ struct ChangeTokenSecurityTests {
     }
 
     @Test(arguments: Engine.available) func theSecretSurvivesARestart(engine: Engine) async throws {
-        let storage = try engine.freshStorage()
-        var configuration = ServerConfiguration(port: 0)
-        configuration.storage = storage
-        do {
-            let first = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-            let apiToken = try await first.store.createContainer(TestServer.container).token
-            let user = try await first.store.createUser(
-                name: "alice", email: nil, firstName: nil, lastName: nil, container: TestServer.container)
-            var alice = TestClient(
-                baseURL: first.baseURL, container: TestServer.container, apiToken: apiToken, webAuthToken: user.token,
-                userRecordName: user.user!.recordName, deviceID: nil)
-            _ = try await alice.createZone("Z")
-            _ = try await alice.subscribe(zoneSubscription("z", zone: "Z"))
-            _ = try await alice.modify("Z", [op("create", "a")])
+        try await TestServer.with(engine) { server in
+            let alice = try await Self.aliceWithHistory(server)
             let tokens = try await Self.currentTokens(alice)
-            try await first.stop()
 
-            let second = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-            alice.baseURL = second.baseURL
+            try await server.harness.restart()
             _ = try await alice.modify("Z", [op("create", "b")])
             #expect(try await Self.codes(alice, tokens) == Self.allAccepted)
             #expect(try await alice.changes("Z", since: tokens.records).records.map { $0["recordName"] } == ["b"])
-            try await second.stop()
-        } catch {
-            try? await storage.removeAll(logger: TestServer.quietLogger)
-            throw error
         }
-        try await storage.removeAll(logger: TestServer.quietLogger)
     }
 
     /// What an operator does after restoring a backup (docs/DEPLOYMENT.md): delete the secret.
     /// Every token issued before is then expired, however far the restored databases get.
     @Test func replacingTheSecretExpiresEveryTokenSignedWithTheOldOne() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-rotate-\(UUID())").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration(port: 0)
-        configuration.storage = .sqlite(directory: directory)
-        let first = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-        let apiToken = try await first.store.createContainer(TestServer.container).token
-        let user = try await first.store.createUser(
-            name: "alice", email: nil, firstName: nil, lastName: nil, container: TestServer.container)
-        var alice = TestClient(
-            baseURL: first.baseURL, container: TestServer.container, apiToken: apiToken, webAuthToken: user.token,
-            userRecordName: user.user!.recordName, deviceID: nil)
-        _ = try await alice.createZone("Z")
-        _ = try await alice.subscribe(zoneSubscription("z", zone: "Z"))
-        _ = try await alice.modify("Z", [op("create", "a")])
-        let tokens = try await Self.currentTokens(alice)
-        try await first.stop()
+        try await TestServer.with(.sqlite) { server in
+            guard case .sqlite(let directory) = server.storage else { throw TestFailure("not SQLite storage") }
+            let alice = try await Self.aliceWithHistory(server)
+            let tokens = try await Self.currentTokens(alice)
+            try await server.harness.stopServer()
 
-        let queue = try DatabaseQueue(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"))
-        try await queue.write { try $0.execute(sql: "DELETE FROM server_secrets WHERE name = 'change-tokens'") }
-        try queue.close()
+            let queue = try DatabaseQueue(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"))
+            try await queue.write { try $0.execute(sql: "DELETE FROM server_secrets WHERE name = 'change-tokens'") }
+            try queue.close()
 
-        let second = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-        alice.baseURL = second.baseURL
-        #expect(try await Self.codes(alice, tokens) == Self.allExpired)
-        let fresh = try await Self.currentTokens(alice)
-        #expect(try await Self.codes(alice, fresh) == Self.allAccepted)
-        try await second.stop()
+            try await server.harness.restart()
+            #expect(try await Self.codes(alice, tokens) == Self.allExpired)
+            let fresh = try await Self.currentTokens(alice)
+            #expect(try await Self.codes(alice, fresh) == Self.allAccepted)
+        }
     }
 
     @Test(.enabled(if: Engine.postgresURL != nil, Engine.postgresHowTo))
@@ -298,47 +267,31 @@ struct ChangeTokenSecurityTests {
     }
 
     @Test func aRestoreFromABackupExpiresTheTokensIssuedAfterIt() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-restore-\(UUID())").path
-        let backup = directory + "-backup"
-        defer {
-            try? FileManager.default.removeItem(atPath: directory)
-            try? FileManager.default.removeItem(atPath: backup)
+        try await TestServer.with(.sqlite) { server in
+            guard case .sqlite(let directory) = server.storage else { throw TestFailure("not SQLite storage") }
+            let backup = (server.directory as NSString).appendingPathComponent("backup")
+
+            // Time T: alice has zone Z, a subscription and one record; the server stops and its
+            // data directory is copied.
+            let alice = try await Self.aliceWithHistory(server)
+            try await server.harness.stopServer()
+            try FileManager.default.copyItem(atPath: directory, toPath: backup)
+
+            // After T: more writes, and a client takes tokens of every feed.
+            try await server.harness.restart()
+            _ = try await alice.modify("Z", [op("create", "b"), op("create", "c")])
+            _ = try await alice.createZone("Y")
+            let tokens = try await Self.currentTokens(alice)
+            try await server.harness.stopServer()
+
+            // The backup is restored: every token handed out after T is ahead of the server.
+            try FileManager.default.removeItem(atPath: directory)
+            try FileManager.default.copyItem(atPath: backup, toPath: directory)
+            try await server.harness.restart()
+            #expect(try await Self.codes(alice, tokens) == Self.allExpired)
+            // The client refetches from scratch and sees the restored state.
+            #expect(try await alice.changes("Z").records.map { $0["recordName"] } == ["a"])
         }
-        var configuration = ServerConfiguration(port: 0)
-        configuration.storage = .sqlite(directory: directory)
-
-        // Time T: alice has zone Z, a subscription and one record; the server stops and its
-        // data directory is copied.
-        let first = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-        let apiToken = try await first.store.createContainer(TestServer.container).token
-        let user = try await first.store.createUser(
-            name: "alice", email: nil, firstName: nil, lastName: nil, container: TestServer.container)
-        var alice = TestClient(
-            baseURL: first.baseURL, container: TestServer.container, apiToken: apiToken, webAuthToken: user.token,
-            userRecordName: user.user!.recordName, deviceID: nil)
-        _ = try await alice.createZone("Z")
-        _ = try await alice.subscribe(zoneSubscription("z", zone: "Z"))
-        _ = try await alice.modify("Z", [op("create", "a")])
-        try await first.stop()
-        try FileManager.default.copyItem(atPath: directory, toPath: backup)
-
-        // After T: more writes, and a client takes tokens of every feed.
-        let second = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-        alice.baseURL = second.baseURL
-        _ = try await alice.modify("Z", [op("create", "b"), op("create", "c")])
-        _ = try await alice.createZone("Y")
-        let tokens = try await Self.currentTokens(alice)
-        try await second.stop()
-
-        // The backup is restored: every token handed out after T is ahead of the server.
-        try FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.copyItem(atPath: backup, toPath: directory)
-        let restored = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-        alice.baseURL = restored.baseURL
-        #expect(try await Self.codes(alice, tokens) == Self.allExpired)
-        // The client refetches from scratch and sees the restored state.
-        #expect(try await alice.changes("Z").records.map { $0["recordName"] } == ["a"])
-        try await restored.stop()
     }
 }
 

@@ -114,15 +114,15 @@ struct ClockTests {
     func theCompactorRunsOnTheServersClock(engine: Engine) async throws {
         let clock = ManualWallClock(millis: Self.future)
         let log = LogCapture()
-        var configuration = ServerConfiguration(port: 0, compactionInterval: .milliseconds(20))
-        configuration.storage = try engine.freshStorage()
-        configuration.clock = clock.wallClock
-        let server = try await RunningServer.start(configuration, logger: log.logger)
-        do {
+        let configure = { (configuration: inout ServerConfiguration) in
+            configuration.compactionInterval = .milliseconds(20)
+            configuration.clock = clock.wallClock
+        }
+        try await TestServer.with(engine, configure: configure, logger: log.logger) { server in
             let alice = DatabaseKey(container: TestServer.container, environment: .development, scope: .private, owner: "_alice")
             let caller = Caller(userRecordName: "_alice")
             func write(_ type: RecordOperationType) async throws {
-                _ = try await server.store.modifyRecords(
+                _ = try await server.server.store.modifyRecords(
                     [RecordOperation(type: type, record: Record(recordName: "a", recordType: "Item"))], zone: "_defaultZone",
                     atomic: true, policy: WritePolicy(creatorOnlyWrites: false, now: clock.nowMillis), caller: caller, in: alice)
             }
@@ -133,13 +133,7 @@ struct ClockTests {
             // A pass every 20 ms; the bound is for a loaded machine (PostgreSQL beside the whole suite).
             let message = try await log.first(timeout: .seconds(60)) { $0.contains("compacted") }
             #expect(message.contains("compacted 1 tombstones"), "\(message)")
-            try await server.stop()
-        } catch {
-            try? await server.stop()
-            try? await configuration.storage.removeAll(logger: TestServer.quietLogger)
-            throw error
         }
-        try await configuration.storage.removeAll(logger: TestServer.quietLogger)
     }
 
     @Test(arguments: Engine.available)

@@ -26,14 +26,7 @@ struct TestSupportTests {
         } catch is Failed {}
         let (storage, directory) = try #require(opened)
         #expect(!FileManager.default.fileExists(atPath: directory))
-        if case .postgres(_, let schema) = storage {
-            // Asked from a schema of its own (opening the dropped one would make it again).
-            let probe = try Engine.postgres.freshStorage()
-            let left = try await StoredRows.integer(
-                "SELECT count(*) FROM information_schema.schemata WHERE schema_name = '\(schema)'", on: probe)
-            try await probe.removeAll(logger: Engine.quietLogger)
-            #expect(left == 0)
-        }
+        #expect(try await Self.schemaExists(storage) == false)
     }
 
     @Test(arguments: Engine.available)
@@ -46,6 +39,73 @@ struct TestSupportTests {
             try await server.harness.restart()
             #expect(server.server.port == port)
             #expect(try await ana.changes("Z").records.compactMap { $0["recordName"]?.string } == ["kept"])
+        }
+    }
+
+    @Test(.enabled(if: Engine.available.contains(.postgres), Engine.postgresHowTo))
+    func aClusterStopsEveryNodeAndDropsItsSchemaWhenTheBodyThrows() async throws {
+        var opened: (nodes: [RunningServer], storage: StorageLocation)?
+        do {
+            try await ServerHarness.with(.postgres, container: TestServer.container, nodes: 2) { harness in
+                try await harness.startNode { $0.tracing.nodeName = "third" }
+                opened = (harness.nodes, harness.storage)
+                throw Failed()
+            }
+            Issue.record("the body's error was not thrown")
+        } catch is Failed {}
+        let (nodes, storage) = try #require(opened)
+        #expect(Set(nodes.map(\.port)).count == 3, "three nodes, each on a port of its own")
+        #expect(nodes.map(\.configuration.storage) == Array(repeating: storage, count: 3))
+        #expect(nodes.last?.configuration.tracing.nodeName == "third")
+        for node in nodes {
+            // Returns at once for a stopped node; the bound only turns a running one into a failure.
+            try await Self.guarded("node on port \(node.port) to have stopped") { try await node.waitUntilStopped() }
+        }
+        #expect(try await Self.schemaExists(storage) == false)
+    }
+
+    @Test(arguments: Engine.available)
+    func aRestartWithAChangedConfigurationKeepsTheChange(engine: Engine) async throws {
+        let past: Int64 = 1_000_000_000_000
+        try await TestServer.with(engine) { server in
+            let ana = try await server.user("ana")
+            _ = try await ana.createZone("Z")
+            try await server.harness.restart { $0.clock = ManualWallClock(millis: past).wallClock }
+            let saved = try await ana.modify("Z", [op("create", "a")])
+            #expect(saved.records.first?["created"]?["timestamp"]?.int64 == past, "\(saved.text)")
+            // A plain restart keeps the changed clock.
+            try await server.harness.restart()
+            let again = try await ana.modify("Z", [op("create", "b")])
+            #expect(again.records.first?["created"]?["timestamp"]?.int64 == past, "\(again.text)")
+            // Nodes and restarts stay on the harness's storage, the only one it removes.
+            let elsewhere = try engine.freshStorage()
+            await #expect(throws: (any Error).self) { try await server.harness.startNode { $0.storage = elsewhere } }
+            await #expect(throws: (any Error).self) { try await server.harness.restart { $0.storage = elsewhere } }
+            #expect(server.harness.nodes.count == 1)
+        }
+    }
+
+    /// Whether the PostgreSQL schema of `storage` exists, asked from a schema of its own
+    /// (opening the dropped one would make it again).
+    static func schemaExists(_ storage: StorageLocation) async throws -> Bool {
+        guard case .postgres(_, let schema) = storage else { return false }
+        let probe = try Engine.postgres.freshStorage()
+        let left = try await StoredRows.integer(
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name = '\(schema)'", on: probe)
+        try await probe.removeAll(logger: Engine.quietLogger)
+        return left != 0
+    }
+
+    /// Runs `body`, failing after 60 s: a guard against a hang, not a wait.
+    static func guarded(_ what: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: .seconds(60))
+                throw TestTimeout("waited 60 s for the \(what)")
+            }
+            try await group.next()
+            group.cancelAll()
         }
     }
 

@@ -241,48 +241,43 @@ struct ValueRulesTests {
 
     @Test(arguments: Engine.available)
     func theRepairMigrationRemovesValuesThatDoNotDecode(engine: Engine) async throws {
-        let first = try await TestServer.start(engine)
-        let alice = try await first.user("alice")
-        try await poisonedStorage(first, alice)
-        let filter: JSON = ["comparator": "GREATER_THAN", "fieldName": "x", "fieldValue": ["value": .number("2.5"), "type": "DOUBLE"]]
-        func subscription(_ id: String, _ filters: [JSON]) -> JSON {
-            [
-                "operationType": "create",
-                "subscription": [
-                    "subscriptionID": .string(id), "subscriptionType": "query", "zoneID": ["zoneName": "Z"],
-                    "query": ["recordType": "Item", "filterBy": .array(filters)],
-                ],
-            ]
-        }
-        let saved = try await alice.post("subscriptions/modify", ["operations": [subscription("poisoned", [filter]), subscription("clean", [])]])
-        #expect(saved.status == 200)
-        try await first.server.stop()
+        try await TestServer.with(engine) { server in
+            let alice = try await server.user("alice")
+            try await poisonedStorage(server, alice)
+            let filter: JSON = ["comparator": "GREATER_THAN", "fieldName": "x", "fieldValue": ["value": .number("2.5"), "type": "DOUBLE"]]
+            func subscription(_ id: String, _ filters: [JSON]) -> JSON {
+                [
+                    "operationType": "create",
+                    "subscription": [
+                        "subscriptionID": .string(id), "subscriptionType": "query", "zoneID": ["zoneName": "Z"],
+                        "query": ["recordType": "Item", "filterBy": .array(filters)],
+                    ],
+                ]
+            }
+            let saved = try await alice.post("subscriptions/modify", ["operations": [subscription("poisoned", [filter]), subscription("clean", [])]])
+            #expect(saved.status == 200)
+            try await server.harness.stopServer()
 
-        // The database as an older release left it: the repair not yet applied.
-        let unapply: String
-        switch engine {
-        case .sqlite: unapply = "DELETE FROM grdb_migrations WHERE identifier = 'v6-repair-values'"
-        case .postgres, .memory: unapply = "DELETE FROM nimbus_schema_version WHERE version >= 8"
-        }
-        try await StoredRows.execute(
-            [
-                #"UPDATE subscriptions SET definition = replace(definition, '"value":2.5', '"value":null') WHERE id = 'poisoned'"#,
-                unapply,
-            ], on: first.storage)
+            // The database as an older release left it: the repair not yet applied.
+            let unapply: String
+            switch engine {
+            case .sqlite: unapply = "DELETE FROM grdb_migrations WHERE identifier = 'v6-repair-values'"
+            case .postgres, .memory: unapply = "DELETE FROM nimbus_schema_version WHERE version >= 8"
+            }
+            try await StoredRows.execute(
+                [
+                    #"UPDATE subscriptions SET definition = replace(definition, '"value":2.5', '"value":null') WHERE id = 'poisoned'"#,
+                    unapply,
+                ], on: server.storage)
 
-        var configuration = ServerConfiguration(port: 0)
-        configuration.storage = first.storage
-        let second = try await RunningServer.start(configuration, logger: TestServer.quietLogger)
-        do {
-            var client = alice
-            client.baseURL = second.baseURL
-            let feed = try await client.changes("Z")
+            try await server.harness.restart()
+            let feed = try await alice.changes("Z")
             #expect(feed.status == 200)
             let p = feed.records.first { $0["recordName"] == "p" }
             #expect(p?["fields"]?["x"] == nil)
             #expect(p?["fields"]?["title"]?["value"] == "kept")
             #expect(feed.records.first { $0["recordName"] == "q" }?["fields"]?["x"]?["value"] == .number("1.5"))
-            let list = try await client.post("subscriptions/list", [:])
+            let list = try await alice.post("subscriptions/list", [:])
             #expect(list.json["subscriptions"]?.array?.compactMap { $0["subscriptionID"]?.string } == ["clean"])
             // The stored rows themselves were repaired: no `null` is left in them.
             let count: String
@@ -290,14 +285,8 @@ struct ValueRulesTests {
             case .sqlite: count = "SELECT count(*) FROM records WHERE instr(fields, 'null') > 0"
             case .postgres, .memory: count = "SELECT count(*) FROM records WHERE strpos(fields, 'null') > 0"
             }
-            #expect(try await StoredRows.integer(count, on: first.storage) == 0)
-            #expect(try await StoredRows.integer("SELECT count(*) FROM subscriptions", on: first.storage) == 1)
-        } catch {
-            try? await second.stop()
-            try? await first.storage.removeAll(logger: TestServer.quietLogger)
-            throw error
+            #expect(try await StoredRows.integer(count, on: server.storage) == 0)
+            #expect(try await StoredRows.integer("SELECT count(*) FROM subscriptions", on: server.storage) == 1)
         }
-        try await second.stop()
-        try await first.storage.removeAll(logger: TestServer.quietLogger)
     }
 }

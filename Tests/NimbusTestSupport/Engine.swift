@@ -4,7 +4,6 @@ import NimbusEngines
 import NimbusMemory
 import NimbusPostgres
 import NimbusStore
-import NimbusTestSupport
 import Testing
 
 /// The storage engines the test suites run on: every `@Test(arguments: Engine.available)`

@@ -1,52 +1,25 @@
 import Foundation
-import Logging
-import NimbusEngines
 import NimbusServer
 import NimbusStore
 import NimbusTestSupport
 
 /// Several real server nodes on one fresh PostgreSQL schema, each on its own ephemeral port,
-/// as they would run behind a load balancer.
-final class TestCluster: Sendable {
-    let nodes: [RunningServer]
-    let apiToken: String
-    private let storage: StorageLocation
+/// as they would run behind a load balancer: the shared ``ServerHarness`` with `nodes: N`,
+/// which stops every node and drops the schema whatever the test does.
+struct TestCluster: ServerHarnessLayer {
+    let harness: ServerHarness
 
-    private init(nodes: [RunningServer], apiToken: String, storage: StorageLocation) {
-        self.nodes = nodes
-        self.apiToken = apiToken
-        self.storage = storage
-    }
+    /// The nodes, in the order they started.
+    var nodes: [RunningServer] { harness.nodes }
 
     /// Runs `body` against `count` fresh nodes keeping asset bytes at `assets` (by default in
-    /// PostgreSQL), then stops them and drops their schema.
+    /// PostgreSQL), then stops them and drops their schema, also when `body` throws.
     static func with<T>(
         nodes count: Int, assets: AssetLocation = .engineDefault, _ body: (TestCluster) async throws -> T
     ) async throws -> T {
-        let storage = try Engine.postgres.freshStorage()
-        var nodes: [RunningServer] = []
-        do {
-            for _ in 0..<count {
-                var configuration = ServerConfiguration(port: 0)
-                configuration.storage = storage
-                configuration.assets.location = assets
-                nodes.append(try await RunningServer.start(configuration, logger: TestServer.quietLogger))
-            }
-            let token = try await nodes[0].store.createContainer(TestServer.container)
-            let cluster = TestCluster(nodes: nodes, apiToken: token.token, storage: storage)
-            let result = try await body(cluster)
-            try await cluster.stop()
-            return result
-        } catch {
-            for node in nodes { try? await node.stop() }
-            try? await storage.removeAll(logger: TestServer.quietLogger)
-            throw error
-        }
-    }
-
-    private func stop() async throws {
-        for node in nodes { try await node.stop() }
-        try await storage.removeAll(logger: TestServer.quietLogger)
+        try await ServerHarness.with(
+            .postgres, container: TestServer.container, nodes: count, configure: { $0.assets.location = assets }
+        ) { try await body(TestCluster(harness: $0)) }
     }
 
     /// Creates a user and returns a client signed in as them, talking to `node`.

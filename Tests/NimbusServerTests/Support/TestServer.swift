@@ -23,18 +23,8 @@ final class TestServer: ServerHarnessLayer {
         self.harness = harness
     }
 
-    /// Starts a server (see ``ServerHarness/start(_:container:configure:logger:delivery:)``);
-    /// the caller stops it.
-    static func start(
-        _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
-        logger: Logger = quietLogger, delivery: @escaping @Sendable (PushHub) -> any PushDelivery = { $0 }
-    ) async throws -> TestServer {
-        TestServer(
-            harness: try await ServerHarness.start(
-                engine, container: container, configure: configure, logger: logger, delivery: delivery))
-    }
-
-    /// Runs `body` against a fresh server, then stops it and removes its storage, also when `body` throws.
+    /// Runs `body` against a fresh server, then stops it and removes its storage, also when
+    /// `body` throws (see ``ServerHarness/with(_:container:nodes:configure:logger:delivery:_:)``).
     static func with<T>(
         _ engine: Engine = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in },
         logger: Logger = quietLogger, delivery: @escaping @Sendable (PushHub) -> any PushDelivery = { $0 },
@@ -43,11 +33,6 @@ final class TestServer: ServerHarnessLayer {
         try await ServerHarness.with(engine, container: container, configure: configure, logger: logger, delivery: delivery) {
             try await body(TestServer(harness: $0))
         }
-    }
-
-    /// Stops the server and removes its storage.
-    func stop() async throws {
-        try await harness.stop()
     }
 
     /// Creates a user and returns a client signed in as them.
