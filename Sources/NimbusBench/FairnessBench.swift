@@ -278,9 +278,7 @@ struct FairnessReport: Sendable {
     var floodConnections: Int
     var floodBatch: Int
 
-    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
-        sorted[min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))]
-    }
+    static func percentile(_ sorted: [Double], _ p: Double) -> Double { NimbusBench.percentile(sorted: sorted, p) }
 
     var ratio: Double { Self.percentile(busy, 99) / Self.percentile(idle, 99) }
 

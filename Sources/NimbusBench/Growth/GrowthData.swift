@@ -31,10 +31,10 @@ struct GrowthData {
 
     var live: Int { targets.reduce(0) { $0 + $1.next - $1.nextToDelete } + Self.probeZoneRecords + probeRecords }
 
-    /// Creates every target's zone, and the probe zone's own records.
+    /// Creates every target's zone (each target is a zone of its own), and the probe zone's
+    /// own records.
     mutating func prepare() async throws {
-        var created = Set<DatabaseKey.ZoneKey>()
-        for target in targets where created.insert(target.zoneKey).inserted {
+        for target in targets {
             _ = try await store.modifyZones([.create(zoneName: target.zone)], in: target.database)
         }
         try await create([0: 0..<Self.probeZoneRecords])
@@ -111,17 +111,5 @@ struct GrowthData {
 
     static func policy() -> WritePolicy {
         WritePolicy(creatorOnlyWrites: false, now: Int64(Date().timeIntervalSince1970 * 1000))
-    }
-}
-
-extension GrowthTarget {
-    var zoneKey: DatabaseKey.ZoneKey { DatabaseKey.ZoneKey(database: database, zone: zone) }
-}
-
-extension DatabaseKey {
-    /// A zone of a database, as a set element.
-    struct ZoneKey: Hashable {
-        var database: DatabaseKey
-        var zone: String
     }
 }

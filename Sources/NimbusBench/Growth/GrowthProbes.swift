@@ -92,8 +92,5 @@ struct GrowthProbes: Sendable {
         if outcome.failed > 0 { throw BenchError("\(outcome.failed) writes failed: \(outcome.firstError ?? "")") }
     }
 
-    static func percentile(_ values: [Double], _ p: Double) -> Double {
-        let sorted = values.sorted()
-        return sorted[min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))]
-    }
+    static func percentile(_ values: [Double], _ p: Double) -> Double { NimbusBench.percentile(sorted: values.sorted(), p) }
 }
