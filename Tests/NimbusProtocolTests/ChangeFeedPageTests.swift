@@ -41,6 +41,10 @@ struct ChangeFeedPageTests {
             "title": .string("Caf\u{E9} \"quoted\" \\ back\nslash \u{1F600} \u{1}"),
             "count": .int64(-9_223_372_036_854_775_807), "ratio": .double(0.1), "whole": .double(3),
             "addedAt": .timestamp(1_700_000_000_123), "blob": .bytes(Data([0, 1, 254, 255])),
+            // TIMESTAMPs with fractions of a millisecond (`millisecondFraction`).
+            "editedAt": FieldValue(date: Date(timeIntervalSinceReferenceDate: 817_654_321.123_456_7)),
+            "stamps": .list(
+                elementType: .timestamp, [.timestamp(5), FieldValue(date: Date(timeIntervalSinceReferenceDate: -1.000_3))]),
             "tags": .list(elementType: .string, [.string("a"), .string("b")]),
             "scores": .list(elementType: .double, [.double(1.5), .double(-2)]),
             "article": .reference(Reference(recordName: "art-1", zoneID: zone, action: .deleteSelf)),

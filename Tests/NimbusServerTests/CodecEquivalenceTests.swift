@@ -243,7 +243,10 @@ struct SeededRandom {
         case 0: return .string(string())
         case 1: return .int64([0, -1, Int64.max, Int64.min, 42][int(0...4)])
         case 2: return .double([0.1, -2.5, 1e300, 3, 1e16, .infinity][int(0...5)])
-        case 3: return .timestamp(Int64(int(0...2_000_000_000)) * 1000)
+        case 3:
+            // Whole milliseconds, or with a fraction of one (`millisecondFraction`).
+            let fraction = [0, 1, -(1 << 53), (1 << 53) - 1, 3 << 40][int(0...4)]
+            return .timestamp(Int64(int(0...2_000_000_000)) * 1000, fraction: Int64(fraction))
         case 4: return .bytes(Data(string().utf8))
         case 5:
             return .location(

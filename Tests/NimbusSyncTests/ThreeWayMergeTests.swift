@@ -1,3 +1,4 @@
+import Foundation
 import NimbusProtocol
 import NimbusSync
 import NimbusTestSupport
@@ -50,6 +51,20 @@ struct ThreeWayMergeTests {
             server: ["title": "new", "editedAt": .timestamp(9)], rules: rules)
         #expect(merged["title"] == "new")
         #expect(merged["editedAt"] == .timestamp(9))
+    }
+
+    @Test func latestEditTellsEditsWithinOneMillisecondApart() {
+        let rules = MergeRules(defaultPolicy: .latestEdit(timestampField: "editedAt"))
+        let base = Date(timeIntervalSince1970: 1_700_000_000.000_1)
+        let earlier = FieldValue(date: base), later = FieldValue(date: base.addingTimeInterval(0.000_2))
+        #expect(earlier.timestampValue == later.timestampValue, "the same whole millisecond")
+        for (local, server, winner) in [(later, earlier, "old"), (earlier, later, "new")] {
+            let (merged, _) = ThreeWayMerge.merge(
+                ancestor: ["title": "a", "editedAt": .timestamp(1)], local: ["title": "old", "editedAt": local],
+                server: ["title": "new", "editedAt": server], rules: rules)
+            #expect(merged["title"] == .string(winner))
+            #expect(merged["editedAt"] == later)
+        }
     }
 
     @Test func unionKeepsAdditionsOfBothSidesAndRemovals() {

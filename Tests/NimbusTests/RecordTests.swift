@@ -34,7 +34,9 @@ struct RecordTests {
         #expect(record["scores"] == [1.5, 2.5])
         #expect(record.fieldValue(forKey: "read") == .int64(1))
         #expect(record.fieldValue(forKey: "tags")?.type == .stringList)
-        #expect(record.fieldValue(forKey: "addedAt") == .timestamp(1_700_000_000_123))
+        // The nearest whole millisecond, and the date itself exactly.
+        #expect(record.fieldValue(forKey: "addedAt")?.timestampValue == 1_700_000_000_123)
+        #expect(record.fieldValue(forKey: "addedAt") == date.fieldValue)
     }
 
     @Test func readingAsTheWrongTypeGivesNil() {

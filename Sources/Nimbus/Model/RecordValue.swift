@@ -68,14 +68,15 @@ extension Double: RecordListElement {
     public var fieldValue: FieldValue { .double(self) }
 }
 
-/// Stored as TIMESTAMP (milliseconds since the epoch).
+/// Stored as TIMESTAMP: milliseconds since the epoch and the fraction of a millisecond they
+/// leave out, so that a date reads back exactly as it was saved (``FieldValue/init(date:)``).
 extension Date: RecordListElement {
     public static var fieldType: FieldType { .timestamp }
     public init?(fieldValue: FieldValue) {
-        guard let millis = fieldValue.timestampValue else { return nil }
-        self = Date(millisecondsSince1970: millis)
+        guard let date = fieldValue.dateValue else { return nil }
+        self = date
     }
-    public var fieldValue: FieldValue { .timestamp(millisecondsSince1970) }
+    public var fieldValue: FieldValue { FieldValue(date: self) }
 }
 
 extension Data: RecordListElement {
@@ -126,6 +127,7 @@ extension Date {
         self.init(timeIntervalSince1970: Double(millis) / 1000)
     }
 
-    /// The CloudKit timestamp of this date, rounded to the millisecond.
-    var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    /// The CloudKit timestamp of this date, rounded to the nearest millisecond (dates beyond
+    /// the 64-bit range of milliseconds clamp to it).
+    var millisecondsSince1970: Int64 { FieldValue(date: self).timestampValue ?? 0 }
 }

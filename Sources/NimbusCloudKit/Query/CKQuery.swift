@@ -104,6 +104,7 @@ public final class CKQuery: NSObject, NSCopying, @unchecked Sendable {
         case let value as CKRecord.ID: return NimbusProtocol.Reference(recordID: value.nimbus)
         case let value as CLLocation: return value.nimbus
         case let value as Date: return value
+        case let value as NSDate: return Date(timeIntervalSinceReferenceDate: value.timeIntervalSinceReferenceDate)
         case let value as Data: return value
         case let value as NSNumber:
             switch String(cString: value.objCType) {

@@ -97,7 +97,7 @@ extension NSNumber: CKRecordValueProtocol, FieldValueConvertible {
 }
 
 extension Date: CKRecordValueProtocol, FieldValueConvertible {
-    var ckFieldValue: FieldValue? { .timestamp(Int64((timeIntervalSince1970 * 1000).rounded())) }
+    var ckFieldValue: FieldValue? { FieldValue(date: self) }
 }
 
 extension NSDate: CKRecordValueProtocol, FieldValueConvertible {
@@ -154,7 +154,7 @@ extension FieldValue {
         case .string(let value): return value
         case .int64(let value): return NSNumber(value: value)
         case .double(let value): return NSNumber(value: value)
-        case .timestamp(let millis): return Date(timeIntervalSince1970: Double(millis) / 1000)
+        case .timestamp(let milliseconds, let fraction): return FieldValue.date(milliseconds: milliseconds, fraction: fraction)
         case .bytes(let value): return value
         // An envelope the SDK could not open never reaches a CKRecord (the fetch fails with
         // CKError); should one, it reads as its opaque bytes, never as a plain value.

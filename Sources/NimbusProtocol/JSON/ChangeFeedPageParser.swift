@@ -249,10 +249,12 @@ extension JSONParser {
         }
         var value: JSON?
         var type: JSON?
+        var fraction: JSON?
         let complete = try parseMembers { parser, key throws(JSONSyntaxError) -> Bool in
             switch key {
             case "value": value = try parser.parseValue()
             case "type": type = try parser.parseValue()
+            case FieldValue.fractionKey: fraction = try parser.parseValue()
             default: _ = try parser.parseValue()
             }
             return true
@@ -262,10 +264,12 @@ extension JSONParser {
         guard complete, let value else { return nil }
         switch type {
         case nil, .null?:
+            guard fraction == nil else { return nil }
             return try? FieldValue.inferred(from: WireReader(value))
         case .string(let name)?:
             guard let fieldType = FieldType(rawValue: name) else { return nil }
-            return try? FieldValue.decode(WireReader(value), as: fieldType)
+            return try? FieldValue.decode(
+                WireReader(value), as: fieldType, fraction: fraction.map { WireReader($0, path: FieldValue.fractionKey) })
         default:
             return nil
         }

@@ -5,8 +5,14 @@ public indirect enum FieldValue: Sendable, Hashable {
     case string(String)
     case int64(Int64)
     case double(Double)
-    /// Milliseconds since the epoch.
-    case timestamp(Int64)
+    /// A point in time: whole milliseconds since the epoch (1970-01-01T00:00:00Z), the
+    /// nearest to the time (half a millisecond rounds up), and `fraction`, the part of a
+    /// millisecond they leave out, in units of 2^-54 ms (``timestampFractionsPerMillisecond``),
+    /// within [-2^53, 2^53). CloudKit Web Services carries whole milliseconds; the fraction
+    /// travels beside them (`millisecondFraction`, docs/COMPATIBILITY.md) so that a `Date`
+    /// round-trips exactly (``init(date:)``, ``dateValue``). Build one from parts that may
+    /// be out of that range with ``timestamp(milliseconds:fraction:)``.
+    case timestamp(Int64, fraction: Int64 = 0)
     case bytes(Data)
     case location(Location)
     case reference(Reference)
@@ -69,7 +75,9 @@ extension FieldValue {
         default: return nil
         }
     }
-    public var timestampValue: Int64? { if case .timestamp(let v) = self { return v } else { return nil } }
+    /// The whole milliseconds of a TIMESTAMP value (without its fraction: ``dateValue`` has
+    /// the exact time), or `nil`.
+    public var timestampValue: Int64? { if case .timestamp(let v, _) = self { return v } else { return nil } }
     public var bytesValue: Data? { if case .bytes(let v) = self { return v } else { return nil } }
     public var locationValue: Location? { if case .location(let v) = self { return v } else { return nil } }
     public var referenceValue: Reference? { if case .reference(let v) = self { return v } else { return nil } }

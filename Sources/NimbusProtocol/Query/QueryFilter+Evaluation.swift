@@ -6,8 +6,9 @@ import Foundation
 /// - A filter on a field the record does not have never matches, whatever the comparator
 ///   (`NOT_EQUALS`, `NOT_IN` and the other negations included), as SQL treats NULL.
 /// - Values compare within their kind: numbers (INT64, DOUBLE) with numbers, TIMESTAMP with
-///   TIMESTAMP or numbers, strings with strings (case-sensitively, by Unicode scalars),
-///   references by record name. Values of different kinds never match.
+///   TIMESTAMP (to the fraction of a millisecond) or numbers (of milliseconds), strings with
+///   strings (case-sensitively, by Unicode scalars), references by record name. Values of
+///   different kinds never match.
 /// - Token comparators split text on anything that is not a letter or a digit and compare
 ///   tokens case- and diacritic-insensitively.
 /// - NEAR measures great-circle distance in meters.
@@ -164,9 +165,17 @@ extension QueryFilter {
         case (.string(let left), .string(let right)):
             if left == right { return .orderedSame }
             return left.unicodeScalars.lexicographicallyPrecedes(right.unicodeScalars) ? .orderedAscending : .orderedDescending
-        case (.int64(let left), .int64(let right)), (.timestamp(let left), .timestamp(let right)),
-            (.timestamp(let left), .int64(let right)), (.int64(let left), .timestamp(let right)):
+        case (.int64(let left), .int64(let right)):
             return left == right ? .orderedSame : (left < right ? .orderedAscending : .orderedDescending)
+        case (.timestamp(let left, let leftFraction), .timestamp(let right, let rightFraction)):
+            // Whole milliseconds first, then the fraction of a millisecond (both in their
+            // one form: the nearest millisecond and a fraction within half of one).
+            let a = (left, leftFraction), b = (right, rightFraction)
+            return a == b ? .orderedSame : (a < b ? .orderedAscending : .orderedDescending)
+        case (.timestamp, .int64(let number)):
+            return order(lhs, .timestamp(number))
+        case (.int64(let number), .timestamp):
+            return order(.timestamp(number), rhs)
         case (.reference(let left), .reference(let right)):
             return order(.string(left.recordName), .string(right.recordName))
         default:
@@ -177,7 +186,8 @@ extension QueryFilter {
 
     private static func number(_ value: FieldValue) -> Double? {
         switch value {
-        case .int64(let number), .timestamp(let number): return Double(number)
+        case .int64(let number): return Double(number)
+        case .timestamp(let number, let fraction): return Double(number) + Double(fraction) * 0x1p-54
         case .double(let number): return number
         default: return nil
         }

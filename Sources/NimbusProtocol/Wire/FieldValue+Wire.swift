@@ -9,7 +9,11 @@ extension FieldValue {
     /// record's untyped values take its type instead: ``typed(untyped:as:)``.)
     package init(wire reader: WireReader) throws(CloudKitError) {
         let (value, typeName) = try Self.parts(of: reader)
+        let fraction = try Self.fractionMember(of: reader)
         guard let typeName else {
+            if let fraction {
+                throw .badRequest("'\(fraction.path)' needs \"type\": \"TIMESTAMP\" or \"TIMESTAMP_LIST\" beside it")
+            }
             self = try FieldValue.inferred(from: value)
             return
         }
@@ -18,7 +22,7 @@ extension FieldValue {
                 "'\(reader.path).type': unknown field type '\(typeName)'; expected one of "
                     + FieldType.allCases.map(\.rawValue).joined(separator: ", ") + " (or ASSETID, ASSETID_LIST)")
         }
-        self = try FieldValue.decode(value, as: type)
+        self = try FieldValue.decode(value, as: type, fraction: fraction)
     }
 
     /// A field dictionary's value and its `type` (`nil`: untyped). Some clients send bare
@@ -28,10 +32,43 @@ extension FieldValue {
         return (reader.reader(for: wrapped, member: "value"), try reader.optionalString("type"))
     }
 
-    static func decode(_ reader: WireReader, as type: FieldType) throws(CloudKitError) -> FieldValue {
+    /// The member of a field dictionary that carries the fractions of a millisecond of a
+    /// TIMESTAMP or TIMESTAMP_LIST (Nimbus's extension: CloudKit Web Services carries whole
+    /// milliseconds; clients that do not know the member ignore it).
+    package static let fractionKey = "millisecondFraction"
+
+    static func fractionMember(of reader: WireReader) throws(CloudKitError) -> WireReader? {
+        guard case .object(let members) = reader.json, members["value"] != nil else { return nil }
+        return try reader.optional(fractionKey)
+    }
+
+    /// Decodes a value of `type`; `fraction` is the field dictionary's `millisecondFraction`,
+    /// which only a TIMESTAMP (a number) or a TIMESTAMP_LIST (an array as long as the value)
+    /// may have.
+    static func decode(_ reader: WireReader, as type: FieldType, fraction: WireReader? = nil) throws(CloudKitError)
+        -> FieldValue
+    {
+        if let fraction, type != .timestamp, type != .timestampList {
+            throw .badRequest(
+                "'\(fraction.path)' is the fraction of a millisecond of a TIMESTAMP or TIMESTAMP_LIST, "
+                    + "and this value is \(type.rawValue)")
+        }
         if let elementType = type.elementType {
+            let elements = try reader.array()
+            var fractions: [WireReader]?
+            if let fraction {
+                fractions = try fraction.array()
+                guard fractions?.count == elements.count else {
+                    throw .badRequest(
+                        "'\(fraction.path)' must hold one fraction per member of the value (\(elements.count)), "
+                            + "got \(fractions?.count ?? 0)")
+                }
+            }
             var values: [FieldValue] = []
-            for element in try reader.array() { values.append(try decode(element, as: elementType)) }
+            values.reserveCapacity(elements.count)
+            for (index, element) in elements.enumerated() {
+                values.append(try decode(element, as: elementType, fraction: fractions?[index]))
+            }
             return .list(elementType: elementType, values)
         }
         switch type {
@@ -43,7 +80,9 @@ extension FieldValue {
         case .double:
             return .double(try reader.double())
         case .timestamp:
-            return .timestamp(try reader.int())
+            let milliseconds = try reader.int()
+            guard let fraction else { return .timestamp(milliseconds) }
+            return try decodeTimestamp(milliseconds, fraction: fraction)
         case .bytes:
             return .bytes(try base64Bytes(reader))
         case .encryptedBytes:
@@ -68,6 +107,48 @@ extension FieldValue {
     /// The longest envelope an `ENCRYPTED_BYTES` value may hold: a record's fields are limited
     /// to 1 MB as a whole in CloudKit; one field's envelope cannot exceed that.
     static let maxEncryptedBytes = 1 << 20
+
+    /// A TIMESTAMP of whole `milliseconds` and the fraction of a millisecond a client sent:
+    /// a number greater than -1 and less than 1, kept to the nearest 2^-54 ms.
+    static func decodeTimestamp(_ milliseconds: Int64, fraction reader: WireReader) throws(CloudKitError) -> FieldValue {
+        let fraction = try reader.double()
+        guard fraction > -1, fraction < 1 else {
+            throw .badRequest(
+                "'\(reader.path)' must be greater than -1 and less than 1: the part of a millisecond `value` leaves out")
+        }
+        let units = Int64((fraction * 0x1p54).rounded())
+        guard let value = FieldValue.timestamp(milliseconds: milliseconds, fraction: units) else {
+            throw .badRequest("'\(reader.path)': the TIMESTAMP is outside the 64-bit range of milliseconds")
+        }
+        return value
+    }
+
+    /// The fraction a TIMESTAMP's `millisecondFraction` carries: `fraction × 2^-54`, a
+    /// `Double` that is exact (|fraction| ≤ 2^53) and whose shortest text parses back to it.
+    static func wireFraction(_ fraction: Int64) -> JSON {
+        .double(Double(fraction) * 0x1p-54)
+    }
+
+    /// The `millisecondFraction` of this value, if it has one: a TIMESTAMP's fraction when it
+    /// is not zero; a TIMESTAMP_LIST's fractions (zeros included) when one is not zero.
+    var fractionJSON: JSON? {
+        switch self {
+        case .timestamp(_, let fraction):
+            // (Not `fraction == 0 ? nil : …`: JSON is ExpressibleByNilLiteral, so that `nil`
+            // would be JSON's null, written as a member.)
+            guard fraction != 0 else { return .none }
+            return FieldValue.wireFraction(fraction)
+        case .list(.timestamp, let members):
+            let fractions = members.map { member -> Int64 in
+                if case .timestamp(_, let fraction) = member { return fraction }
+                return 0
+            }
+            guard fractions.contains(where: { $0 != 0 }) else { return .none }
+            return .array(fractions.map(FieldValue.wireFraction))
+        default:
+            return nil
+        }
+    }
 
     static func base64Bytes(_ reader: WireReader) throws(CloudKitError) -> Data {
         let text = try reader.string()
@@ -107,7 +188,9 @@ extension FieldValue {
 
     /// The field dictionary `{value, type}`.
     package func wireJSON(numbersAsStrings: Bool = false) -> JSON {
-        .object(["value": wireValue(numbersAsStrings: numbersAsStrings), "type": .string(type.rawValue)])
+        var members: [String: JSON] = ["value": wireValue(numbersAsStrings: numbersAsStrings), "type": .string(type.rawValue)]
+        if let fractionJSON { members[FieldValue.fractionKey] = fractionJSON }
+        return .object(members)
     }
 
     /// The bare value as it appears under `value`.
@@ -118,7 +201,7 @@ extension FieldValue {
         case .double(let number):
             guard number.isFinite else { return .double(number) }
             return numbersAsStrings ? .string("\(number)") : .double(number)
-        case .timestamp(let millis): return .int(millis)
+        case .timestamp(let millis, _): return .int(millis)
         case .bytes(let data), .encryptedBytes(let data): return .string(data.base64EncodedString())
         case .location(let location): return location.wireJSON
         case .reference(let reference): return reference.wireJSON
@@ -225,10 +308,18 @@ extension Data {
 }
 
 extension FieldValue {
-    /// Appends the field dictionary `{"type":…,"value":…}`: the same text as
+    /// Appends the field dictionary `{"millisecondFraction"?:…,"type":…,"value":…}`: the same text as
     /// `wireJSON(numbersAsStrings:).serialized()`, without building the JSON tree.
     package func writeWire(into out: inout [UInt8], numbersAsStrings: Bool = false) {
-        out.append(contentsOf: #"{"type":"#.utf8)
+        out.append(UInt8(ascii: "{"))
+        if let fractionJSON {
+            // "millisecondFraction" sorts before "type".
+            JSON.writeString(FieldValue.fractionKey, into: &out)
+            out.append(UInt8(ascii: ":"))
+            fractionJSON.write(into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: #""type":"#.utf8)
         JSON.writeString(type.rawValue, into: &out)
         out.append(contentsOf: #","value":"#.utf8)
         writeWireValue(into: &out, numbersAsStrings: numbersAsStrings)
@@ -246,7 +337,7 @@ extension FieldValue {
             } else {
                 out.append(contentsOf: String(number).utf8)
             }
-        case .timestamp(let millis):
+        case .timestamp(let millis, _):
             out.append(contentsOf: String(millis).utf8)
         case .list(_, let values):
             out.append(UInt8(ascii: "["))

@@ -103,7 +103,7 @@ public enum IndexValue: Sendable, Hashable {
     public init?(_ value: FieldValue) {
         switch value {
         case .string(let text): self = .text(text)
-        case .int64(let number), .timestamp(let number): self = .integer(number)
+        case .int64(let number), .timestamp(let number, _): self = .integer(number)
         case .double(let number): self = .real(number)
         case .reference(let reference): self = .text(reference.recordName)
         case .location(let location): self = .real(location.latitude)

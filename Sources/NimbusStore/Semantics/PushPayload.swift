@@ -125,7 +125,7 @@ public enum PushPayload {
         guard let value = record?.fields[argument] else { return argument }
         switch value {
         case .string(let text): return text
-        case .int64(let number), .timestamp(let number): return String(number)
+        case .int64(let number), .timestamp(let number, _): return String(number)
         case .double(let number): return "\(number)"
         case .reference(let reference): return reference.recordName
         default: return value.wireValue().serialized()

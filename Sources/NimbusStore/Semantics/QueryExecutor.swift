@@ -192,19 +192,22 @@ public struct QueryExecutor: Sendable {
         return result
     }
 
-    /// The keys a filter can match, when its comparator reads a contiguous range.
+    /// The keys a filter can match, when its comparator reads a contiguous range. A TIMESTAMP
+    /// is indexed by its whole milliseconds: its bounds include their millisecond, where
+    /// values before and after the filter's fraction of it lie (the evaluator decides).
     static func range(of filter: QueryFilter) -> IndexRange? {
         typealias Bound = IndexRange.Bound
+        let wholeMilliseconds = filter.value.type == .timestamp
         switch filter.comparator {
         case .equals, .listContains:
             return IndexValue(filter.value).map(IndexRange.equal)
         case .lessThan, .lessThanOrEquals:
             return IndexValue(filter.value).map {
-                IndexRange(upper: Bound($0, inclusive: filter.comparator == .lessThanOrEquals))
+                IndexRange(upper: Bound($0, inclusive: wholeMilliseconds || filter.comparator == .lessThanOrEquals))
             }
         case .greaterThan, .greaterThanOrEquals:
             return IndexValue(filter.value).map {
-                IndexRange(lower: Bound($0, inclusive: filter.comparator == .greaterThanOrEquals))
+                IndexRange(lower: Bound($0, inclusive: wholeMilliseconds || filter.comparator == .greaterThanOrEquals))
             }
         case .beginsWith, .listMemberBeginsWith:
             guard case .string(let prefix) = filter.value else { return nil }

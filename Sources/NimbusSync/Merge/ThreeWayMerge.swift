@@ -64,8 +64,9 @@ public enum ThreeWayMerge {
         case .clientWins:
             return (mine, .client)
         case .latestEdit(let field):
-            let localTime = local[field].flatMap(timestamp) ?? Int64.min
-            let serverTime = server[field].flatMap(timestamp) ?? Int64.min
+            let never = (milliseconds: Int64.min, fraction: Int64.min)
+            let localTime = local[field].flatMap(time) ?? never
+            let serverTime = server[field].flatMap(time) ?? never
             return localTime > serverTime ? (mine, .client) : (theirs, .server)
         case .union:
             guard case .list(let type, let serverList)? = theirs, case .list(_, let localList)? = mine else {
@@ -92,10 +93,15 @@ public enum ThreeWayMerge {
         }
     }
 
-    static func timestamp(_ value: FieldValue) -> Int64? {
+    /// The time an edit-time field holds, to the fraction of a millisecond a TIMESTAMP keeps
+    /// (INT64 and DOUBLE values count whole milliseconds).
+    static func time(_ value: FieldValue) -> (milliseconds: Int64, fraction: Int64)? {
         switch value {
-        case .timestamp(let t), .int64(let t): return t
-        case .double(let d): return Int64(d)
+        case .timestamp(let milliseconds, let fraction): return (milliseconds, fraction)
+        case .int64(let milliseconds): return (milliseconds, 0)
+        case .double(let milliseconds):
+            guard let whole = Int64(exactly: milliseconds.rounded(.towardZero)) else { return nil }
+            return (whole, 0)
         default: return nil
         }
     }

@@ -33,7 +33,8 @@ extension Bool: PredicateArgument {
 }
 
 extension Date: PredicateArgument {
-    public var predicateValue: FieldValue { .timestamp(millisecondsSince1970) }
+    /// The exact date (``FieldValue/init(date:)``): a comparison with a saved date is exact.
+    public var predicateValue: FieldValue { FieldValue(date: self) }
 }
 
 extension Data: PredicateArgument {
