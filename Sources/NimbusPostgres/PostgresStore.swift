@@ -131,7 +131,7 @@ public final class PostgresStore: Sendable {
     ) async throws -> PostgresStore {
         try validate(schema: schema)
         var configuration = try PostgresURL.configuration(from: url)
-        configuration.options.additionalStartupParameters = [("search_path", "\"\(schema)\"")]
+        configuration.options.additionalStartupParameters = Self.sessionParameters(schema: schema)
         configuration.options.maximumConnections = max(2, maximumConnections)
         configuration.options.minimumConnections = 1
         let store = PostgresStore(
