@@ -419,6 +419,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // The asset bench checks downloads against the file's SHA-256.
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The encryption bench's primitives line (a version 2 chunk sealed alone).
+                "NimbusCrypto",
             ],
             swiftSettings: swiftSettings
         ),

@@ -111,6 +111,8 @@ struct EncryptionBenchCommand: AsyncParsableCommand {
                 format: "  batched writes (%d)  plain %.0f rec/s   encrypted %.0f rec/s   cost %+.1f %% (",
                 batch, batchPlain, batchSealed, (batchPlain / batchSealed - 1) * 100) + spread(batchRatios) + "; target <= 10 %)")
         guard assetMB > 0 else { return }
+        let primitives = try EncryptionPrimitives.measure(bytes: assetMB * 1_000_000)
+        print("  primitives (\(assetMB) MB in 256 KiB chunks, best of 3, this process): " + EncryptionPrimitives.report(primitives, bytes: assetMB * 1_000_000))
         let assets = try await EncryptionAssetBench(bytes: assetMB * 1_000_000, rounds: rounds, directory: files)
             .run(encrypted: database, plain: plain, zone: zone)
         for (name, times) in [("upload  ", assets.upload), ("download", assets.download)] {

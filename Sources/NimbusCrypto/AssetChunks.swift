@@ -130,12 +130,22 @@ public enum AssetChunks {
     public static func sealChunk(
         _ chunk: some DataProtocol, index: Int, final: Bool, chunkSize: Int, secrets: Secrets, appendingTo output: inout [UInt8]
     ) throws -> [UInt8] {
+        let (sealed, key) = try sealChunk(chunk, index: index, final: final, chunkSize: chunkSize, secrets: secrets)
+        output += sealed
+        return key
+    }
+
+    /// Seals chunk `index` (at most `chunkSize` bytes): its ciphertext and tag, as the file
+    /// holds them (the sealed box's own bytes, not copied again), and its key, for the table.
+    public static func sealChunk(
+        _ chunk: some DataProtocol, index: Int, final: Bool, chunkSize: Int, secrets: Secrets
+    ) throws -> (sealed: Data, key: [UInt8]) {
         let key = chunkKey(chunk, index: index, final: final, chunkSize: chunkSize, secrets: secrets)
         let box = try AES.GCM.seal(
             chunk, using: SymmetricKey(data: key), nonce: try nonce(index), authenticating: aad(chunkSize, index, final))
-        output += box.ciphertext
-        output += box.tag
-        return key
+        // `combined` is nonce ‖ ciphertext ‖ tag (a 12-byte nonce always has it).
+        guard let combined = box.combined else { return (box.ciphertext + box.tag, key) }
+        return (combined.dropFirst(12), key)
     }
 
     /// Opens chunk `index` (its ciphertext and tag) with its key from the table, onto `output`

@@ -21,7 +21,9 @@ struct FileStamp: Equatable, Sendable {
 
 /// One run of whole chunks of a file, sealed (``AssetChunks``), or only their keys.
 struct SealedBlock: Sendable {
-    var bytes: [UInt8]
+    /// Each chunk's ciphertext and tag, in order, as the sealed boxes hold them (none with
+    /// `keysOnly`): sent as they are, never copied into one buffer.
+    var pieces: [Data]
     var keys: [UInt8]
 
     /// Chunks `chunks` of `file`, read and sealed (their keys only with `keysOnly`): the
@@ -36,46 +38,47 @@ struct SealedBlock: Sendable {
         async let second = seal(plain, chunks: half..<chunks.upperBound, first: chunks.lowerBound, layout, secrets, keysOnly)
         let first = try seal(plain, chunks: chunks.lowerBound..<half, first: chunks.lowerBound, layout, secrets, keysOnly)
         let rest = try await second
-        return SealedBlock(bytes: first.bytes + rest.bytes, keys: first.keys + rest.keys)
+        return SealedBlock(pieces: first.pieces + rest.pieces, keys: first.keys + rest.keys)
     }
 
     private static func seal(
-        _ plain: [UInt8], chunks: Range<Int>, first: Int, _ layout: AssetChunks.Layout, _ secrets: AssetChunks.Secrets,
+        _ plain: Data, chunks: Range<Int>, first: Int, _ layout: AssetChunks.Layout, _ secrets: AssetChunks.Secrets,
         _ keysOnly: Bool
     ) throws -> SealedBlock {
-        var block = SealedBlock(bytes: [], keys: [])
+        var block = SealedBlock(pieces: [], keys: [])
         block.keys.reserveCapacity(chunks.count * AssetChunks.keyByteCount)
-        if !keysOnly { block.bytes.reserveCapacity(chunks.count * layout.sealedChunkSize) }
+        if !keysOnly { block.pieces.reserveCapacity(chunks.count) }
         for index in chunks {
-            let offset = (index - first) * layout.chunkSize
+            let offset = plain.startIndex + (index - first) * layout.chunkSize
             let chunk = plain[offset..<offset + layout.plainCount(of: index)]
             if keysOnly {
                 block.keys += AssetChunks.chunkKey(
                     chunk, index: index, final: layout.isFinal(index), chunkSize: layout.chunkSize, secrets: secrets)
             } else {
-                block.keys += try AssetChunks.sealChunk(
-                    chunk, index: index, final: layout.isFinal(index), chunkSize: layout.chunkSize, secrets: secrets,
-                    appendingTo: &block.bytes)
+                let (sealed, key) = try AssetChunks.sealChunk(
+                    chunk, index: index, final: layout.isFinal(index), chunkSize: layout.chunkSize, secrets: secrets)
+                block.pieces.append(sealed)
+                block.keys += key
             }
         }
         return block
     }
 
-    /// Exactly `count` bytes of `file` from `start`.
-    private static func read(_ file: URL, from start: Int64, count: Int) throws -> [UInt8] {
+    /// Exactly `count` bytes of `file` from `start` (as the file system hands them over: no
+    /// copy into another buffer unless it takes more than one read).
+    private static func read(_ file: URL, from start: Int64, count: Int) throws -> Data {
         guard let handle = try? FileHandle(forReadingFrom: file) else {
             throw NimbusError(.assetFileNotFound, "the asset's file \(file.path) cannot be opened for reading")
         }
         defer { try? handle.close() }
         try handle.seek(toOffset: UInt64(start))
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(count)
+        var bytes = Data()
         while bytes.count < count {
             guard let piece = try handle.read(upToCount: count - bytes.count), !piece.isEmpty else {
                 throw NimbusError(
                     .assetFileModified, "the asset's file \(file.path) became shorter while it was encrypted; save the record again")
             }
-            bytes += piece
+            if bytes.isEmpty { bytes = piece } else { bytes.append(piece) }
         }
         return bytes
     }
@@ -99,6 +102,8 @@ final class ChunkSealingSource: AssetBodySource {
     private var position: Int64 = 0
     private var upcoming = 0
     private var pending: Task<SealedBlock, any Error>?
+    /// The sealed chunks of the run being sent, not sent yet.
+    private var ready: ArraySlice<Data> = []
     private var keys: [UInt8] = []
     private var finished = false
 
@@ -119,14 +124,24 @@ final class ChunkSealingSource: AssetBodySource {
             position = Int64(AssetChunks.headerByteCount)
             if start < position { return Data(layout.header[Int(start)...]) }
         }
-        while let task = pending ?? startRun() {
+        while true {
+            if let piece = ready.popFirst() {
+                let skip = max(0, start - position)
+                position += Int64(piece.count)
+                if position > start { return piece.dropFirst(Int(skip)) }
+                continue
+            }
+            guard let task = pending ?? startRun() else { break }
             pending = nil
             let run = try await task.value
             keys += run.keys
             pending = startRun()
-            let end = layout.chunkOffset(keys.count / AssetChunks.keyByteCount)
-            defer { position = end }
-            if end > start { return Data(run.bytes[Int(max(0, start - position))...]) }
+            if run.pieces.isEmpty {
+                // Keys only: chunks the server holds already.
+                position = layout.chunkOffset(keys.count / AssetChunks.keyByteCount)
+            } else {
+                ready = run.pieces[...]
+            }
         }
         guard !finished else { return nil }
         finished = true

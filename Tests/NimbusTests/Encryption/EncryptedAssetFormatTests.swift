@@ -93,6 +93,31 @@ struct EncryptedAssetFormatTests {
         }
     }
 
+    /// Cut in the last of three runs of chunks, at a chunk boundary's neighbour and mid-chunk:
+    /// the resumed body starts exactly where the server stopped (the runs before it only
+    /// hashed for their keys, the run it falls in sent from inside a sealed chunk), and the
+    /// stored file is the format's byte for byte.
+    @Test(arguments: [0.5, 0.93])
+    func anUploadResumedAfterWholeRunsSendsExactlyTheRest(cut: Double) async throws {
+        try await LiveServer.with { live in
+            let cutting = CuttingAssetTransport(cutUploadsAt: cut)
+            let phone = try await Self.device(live, transport: cutting)
+            let (file, plaintext) = try EncryptedAssetTests.photo("MARKER-runs", count: 10 * Self.chunk + 777)
+            let saved = try await phone.database.save(EncryptedAssetTests.photoRecord("p1", file))
+            let asset = try #require(saved["photo"] as Nimbus.Asset?)
+            let layout = AssetChunks.Layout(plaintextSize: Int64(plaintext.count))
+            let sent = Int64(Double(layout.sealedSize) * cut)
+            #expect(cutting.uploadedRanges == [0..<sent, 0..<layout.sealedSize - sent])
+            let (zoneKey, _) = try await phone.database.encryptionKeys().sealingKey(for: Self.zone, in: phone.database)
+            let (sealed, _) = try AssetChunks.seal(Array(plaintext), secrets: AssetChunks.Secrets(zoneKey: zoneKey))
+            let blob = try Data(contentsOf: URL(fileURLWithPath: try EncryptedAssetTests.blobFile(live, asset)))
+            #expect(blob == Data(sealed))
+            let target = EncryptedAssetTests.temporaryFile()
+            try await phone.database.download(asset, to: target)
+            #expect(try Data(contentsOf: target) == plaintext)
+        }
+    }
+
     @Test func aFileThatChangesWhileItIsSealedIsNotSaved() async throws {
         try await LiveServer.with { live in
             let (file, _) = try EncryptedAssetTests.photo("MARKER-changing", count: 2 * Self.chunk)
