@@ -41,17 +41,26 @@ public enum FieldSealing {
 
     /// The envelope of `plaintext` for `place`, sealed with `key` under a fresh random nonce.
     public static func seal(_ plaintext: [UInt8], with key: ZoneKey, for place: FieldPlace) throws -> [UInt8] {
+        Array(try sealedData(plaintext, with: key, for: place))
+    }
+
+    /// ``seal(_:with:for:)`` as `Data`, the form an `ENCRYPTED_BYTES` value holds: built in
+    /// one buffer of its final size from the sealed box's own bytes.
+    public static func sealedData(_ plaintext: [UInt8], with key: ZoneKey, for place: FieldPlace) throws -> Data {
         var aad = place.binding
         aad.append(key.id)
         let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: aad.bytes)
-        // One buffer of the final size (no intermediate copies).
-        var envelope: [UInt8] = []
-        envelope.reserveCapacity(overhead + plaintext.count)
+        var envelope = Data(capacity: overhead + plaintext.count)
         envelope.append(version)
-        envelope += key.id
-        envelope += box.nonce
-        envelope += box.ciphertext
-        envelope += box.tag
+        envelope.append(contentsOf: key.id)
+        // `combined` is nonce ‖ ciphertext ‖ tag (a 12-byte nonce, as here, always has it).
+        if let combined = box.combined {
+            envelope.append(combined)
+        } else {
+            envelope.append(contentsOf: box.nonce)
+            envelope.append(box.ciphertext)
+            envelope.append(box.tag)
+        }
         return envelope
     }
 

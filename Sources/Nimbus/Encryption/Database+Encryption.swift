@@ -17,21 +17,57 @@ extension Database {
                 .invalidArguments, "the public database holds no encrypted fields (as in CloudKit): use a private zone")
         }
         let keys = try encryptionKeys()
-        var sealed = records
         // One key lookup per zone, not per record.
-        var zoneKeys: [ZoneID: (key: ZoneKey, owner: String)] = [:]
+        var found: [ZoneID: SealingKey] = [:]
+        for record in records where !Self.sealableFields(of: record).isEmpty && found[record.id.zoneID] == nil {
+            let (key, owner) = try await keys.sealingKey(for: record.id.zoneID, in: self)
+            found[record.id.zoneID] = SealingKey(key: key, owner: owner)
+        }
+        // Sealing is CPU alone: a large batch is sealed in slices, one per core, while the
+        // order of the records is kept.
+        let (container, zoneKeys) = (container.identifier, found)
+        let lanes = min(ProcessInfo.processInfo.activeProcessorCount, records.count / Self.recordsPerSealingLane)
+        guard lanes > 1 else { return try Self.seal(records[...], zoneKeys, container: container) }
+        let size = (records.count + lanes - 1) / lanes
+        return try await withThrowingTaskGroup(of: (Int, [Record]).self) { group in
+            for lane in 0..<lanes {
+                let slice = records[min(records.count, lane * size)..<min(records.count, (lane + 1) * size)]
+                group.addTask { (lane, try Self.seal(slice, zoneKeys, container: container)) }
+            }
+            var slices = [[Record]](repeating: [], count: lanes)
+            for try await (lane, sealed) in group { slices[lane] = sealed }
+            return slices.flatMap { $0 }
+        }
+    }
+
+    /// Below this many records a lane, a batch is sealed on the calling task alone.
+    static let recordsPerSealingLane = 32
+
+    /// The key a zone's new values are sealed with, and the zone's owner.
+    struct SealingKey: Sendable {
+        var key: ZoneKey
+        var owner: String
+    }
+
+    /// The encrypted fields of `record` that are sealed as values (assets are encrypted as
+    /// files, Database+AssetEncryption, and their fields stay `ASSET`), in name order.
+    static func sealableFields(of record: Record) -> [String] {
+        record.encryptedKeys.filter { record.values[$0].map { $0.sdkAssets.isEmpty } ?? false }.sorted()
+    }
+
+    /// `records` with their sealable fields sealed with their zones' keys in `zoneKeys`.
+    static func seal(_ records: ArraySlice<Record>, _ zoneKeys: [ZoneID: SealingKey], container: String) throws -> [Record] {
+        var sealed = Array(records)
         for index in sealed.indices {
-            let record = sealed[index]
-            // Assets are encrypted as files (Database+AssetEncryption), their fields stay ASSET.
-            let fields = record.encryptedKeys.filter { record.values[$0].map { $0.sdkAssets.isEmpty } ?? false }.sorted()
-            guard !fields.isEmpty else { continue }
-            let zoneID = record.id.zoneID
-            if zoneKeys[zoneID] == nil { zoneKeys[zoneID] = try await keys.sealingKey(for: zoneID, in: self) }
-            let (key, owner) = zoneKeys[zoneID]!
+            let fields = sealableFields(of: sealed[index])
+            guard !fields.isEmpty, let zone = zoneKeys[sealed[index].id.zoneID] else { continue }
+            let id = sealed[index].id
             for field in fields {
-                let plaintext = try EncryptedFieldCoding.plaintext(of: record.values[field]!, field: field)
-                let envelope = try FieldSealing.seal(plaintext, with: key, for: place(of: record.id, field, owner: owner))
-                sealed[index].values[field] = .encryptedBytes(Data(envelope))
+                let plaintext = try EncryptedFieldCoding.plaintext(of: sealed[index].values[field]!, field: field)
+                let place = FieldPlace(
+                    container: container, zoneName: id.zoneID.zoneName, ownerRecordName: zone.owner,
+                    recordName: id.recordName, fieldName: field)
+                sealed[index].values[field] = .encryptedBytes(try FieldSealing.sealedData(plaintext, with: zone.key, for: place))
             }
         }
         return sealed

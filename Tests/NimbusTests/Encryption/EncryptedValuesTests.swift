@@ -119,6 +119,46 @@ struct EncryptedValuesTests {
         }
     }
 
+    /// A batch large enough to be sealed in slices on several cores, over two zones, with
+    /// records without encrypted fields between the others: each record is sent with its own
+    /// values, the answer gives each its own, and another device opens each as its own (a
+    /// value sealed for one record opens as no other).
+    @Test(arguments: Engine.available)
+    func aLargeBatchIsSealedInSlicesAndEachRecordKeepsItsOwnValues(engine: Engine) async throws {
+        try await LiveServer.with(engine: engine) { live in
+            let phone = try await Self.device(live, user: "alice")
+            let recovery = try #require(try await phone.container.encryption!.setUp(in: phone.container))
+            let diary = ZoneID(zoneName: "Diary")
+            for zone in [Self.zone, diary] { try await phone.database.save(RecordZone(zoneID: zone)) }
+            let records = (0..<150).map { index in
+                var record = Self.entry("b\(index)", body: "MARKER-body-\(index)", mood: Int64(index))
+                if index % 3 == 0 { record = Record(recordType: "Entry", recordID: Record.ID(recordName: "b\(index)", zoneID: diary)) }
+                if index % 3 == 0 && index % 2 == 0 { record.encryptedValues["body"] = "MARKER-diary-\(index)" }
+                record["title"] = "Day \(index)"
+                return record
+            }
+            let results = try await phone.database.modifyRecords(saving: records, atomically: false).saveResults
+            #expect(results.count == records.count)
+            let laptop = try await Self.device(live, user: "alice")
+            try await laptop.container.encryption!.restore(recoveryKey: recovery.text, in: laptop.container)
+            let fetched = try await laptop.database.records(for: records.map(\.id))
+            for (index, record) in records.enumerated() {
+                let saved = try #require(try results[record.id]?.get())
+                let read = try #require(try fetched[record.id]?.get())
+                for copy in [saved, read] {
+                    #expect(copy["title"] as String? == "Day \(index)")
+                    #expect(copy.encryptedValues["body"] as String? == record.encryptedValues["body"] as String?)
+                    #expect(copy.encryptedValues["mood"] as Int64? == record.encryptedValues["mood"] as Int64?)
+                    #expect(copy.encryptedKeys == record.encryptedKeys)
+                }
+            }
+            let stored = try await Self.raw(
+                live, phone, "records/lookup",
+                ["zoneID": ["zoneName": "Journal"], "records": .array(records.map { ["recordName": .string($0.id.recordName)] })])
+            #expect(!stored.serialized().contains("MARKER"))
+        }
+    }
+
     @Test func aTamperedOrMovedValueFailsWithATypedErrorAndNothingIsLost() async throws {
         try await LiveServer.with { live in
             let phone = try await Self.device(live, user: "alice")
