@@ -22,6 +22,9 @@ struct DeviceRun: Sendable {
     var clientCPUSeconds: Double
     /// Records the child had committed when it was killed (or at its end).
     var committed: Int
+    /// What the first page's progress said the device would hold in all: the records
+    /// committed then and the engine's ``FetchProgress/remainingEstimate`` (`nil` without one).
+    var estimatedTotal: Int?
     /// The child's peak resident memory (`VmHWM`), bytes.
     var clientPeakBytes: Int
 
@@ -34,10 +37,12 @@ struct DeviceRun: Sendable {
         guard let output = process.standardOutput else { throw BenchError("no pipe from the device process") }
         let progress = Progress(label: label, total: records)
         let pid = process.processIdentifier
-        let (result, committed, peak): (JSON?, Int, Int) = await withCheckedContinuation { continuation in
+        let (result, committed, peak, estimatedTotal): (JSON?, Int, Int, Int?) = await withCheckedContinuation {
+            continuation in
             Thread {
                 var pending: [UInt8] = []
                 var result: JSON?
+                var estimatedTotal: Int?
                 var committed = 0
                 var peak = 0
                 var killed = false
@@ -49,7 +54,11 @@ struct DeviceRun: Sendable {
                         let line = String(decoding: pending[..<newline], as: UTF8.self)
                         pending.removeSubrange(...newline)
                         if line.hasPrefix("progress ") {
-                            committed = Int(line.split(separator: " ")[1]) ?? committed
+                            let fields = line.split(separator: " ")
+                            committed = Int(fields[1]) ?? committed
+                            if estimatedTotal == nil, fields.count > 3, let remaining = Int(fields[3]) {
+                                estimatedTotal = committed + remaining
+                            }
                             progress.update(committed)
                             if let killAfter, !killed, committed >= killAfter {
                                 peak = Int(ProcessMemory(process: String(pid)).read()?.peakBytes ?? 0)
@@ -61,7 +70,7 @@ struct DeviceRun: Sendable {
                         }
                     }
                 }
-                continuation.resume(returning: (result, committed, peak))
+                continuation.resume(returning: (result, committed, peak, estimatedTotal))
             }.start()
         }
         let status = process.waitUntilExit()
@@ -71,7 +80,7 @@ struct DeviceRun: Sendable {
         return DeviceRun(
             result: result, wallSeconds: wall, serverCPUSeconds: ProcessCPU.seconds() - serverCPU,
             clientCPUSeconds: ProcessCPU.childrenSeconds() - childCPU, committed: committed,
-            clientPeakBytes: result?["peak_rss_bytes"]?.int64.map { Int($0) } ?? peak)
+            estimatedTotal: estimatedTotal, clientPeakBytes: result?["peak_rss_bytes"]?.int64.map { Int($0) } ?? peak)
     }
 
     /// The sync's own time (the child's, from `sync()` to its return), else the wall time.
@@ -109,6 +118,10 @@ struct InitialRun: Sendable {
                     + (records == 1_000_000 ? "  [target ≤ 15 s: \(run.seconds <= 15 ? "met" : "MISSED")]" : "")
                     + (records == 100_000 ? "  [target ≤ 5 s: \(run.seconds <= 5 ? "met" : "MISSED")]" : ""))
         }
+        if let estimate = run.estimatedTotal {
+            lines.append(
+                "progress: after the first page the engine estimated \(estimate) records in all; the device ended with \(run.committed)")
+        }
         lines.append(
             "client's peak resident memory (its own process): \(f(peakMB)) MB  [target ≤ 100 MB: \(peakMB <= 100 ? "met" : "MISSED")]")
         if reads > 0 {
@@ -127,6 +140,7 @@ struct InitialRun: Sendable {
             "client_peak_rss_mb": .double(max(run.clientPeakMB, interrupted?.clientPeakMB ?? 0)),
         ]
         if let result = run.result { object["device"] = result }
+        if let estimate = run.estimatedTotal { object["estimated_total_after_first_page"] = .int(estimate) }
         if let interrupted {
             object["killed_after_records"] = .int(interrupted.committed)
             object["killed_run_seconds"] = .double(interrupted.wallSeconds)

@@ -18,7 +18,8 @@ import Darwin
 /// opens (or creates) a Reading List device in `--directory`, runs the launch sequence
 /// (`sync()`), and meanwhile reads records of the store by key, as an app's screens do.
 ///
-/// It writes lines to standard output: `progress RECORDS BYTES` after each committed page (the
+/// It writes lines to standard output: `progress RECORDS BYTES REMAINING` after each committed
+/// page (REMAINING the engine's estimate of the rest, `-` without one; the
 /// engine's ``FetchProgress``) and, at the end, `result JSON`. The parent may kill it at any
 /// time; a device opened again on the same directory resumes from its last committed page.
 struct SyncDeviceCommand: AsyncParsableCommand {
@@ -77,7 +78,8 @@ struct SyncDeviceCommand: AsyncParsableCommand {
             for await event in events {
                 if case .fetchProgress(let progress) = event, progress.zone == zone {
                     fetched.withLockedValue { $0 = (progress.records, progress.bytes) }
-                    output.line("progress \(before + progress.records) \(progress.bytes)")
+                    let remaining = progress.remainingEstimate.map(String.init) ?? "-"
+                    output.line("progress \(before + progress.records) \(progress.bytes) \(remaining)")
                 }
             }
         }

@@ -124,6 +124,11 @@ public actor MemoryRecordStore: RecordStore {
             moreComing: page.moreComing)
     }
 
+    public func countRecordChanges(zone: String, since token: String, in database: DatabaseKey) async throws -> Int {
+        let since = try tokens.decodeRecords(token, zone: zone, in: database).version
+        return (databases[database]?.records[zone] ?? [:]).values.count(where: { $0.version > since })
+    }
+
     // MARK: Zones
 
     public func listZones(in database: DatabaseKey) async throws -> [ZoneState] {

@@ -111,6 +111,16 @@ extension PostgresStore: RecordStore {
             moreComing: page.moreComing)
     }
 
+    public func countRecordChanges(zone: String, since token: String, in database: DatabaseKey) async throws -> Int {
+        let since = try changeTokens.decodeRecords(token, zone: zone, in: database).version
+        let rows = try await rows(
+            """
+            SELECT count(*) FROM records
+            WHERE db = (SELECT d.id FROM databases d WHERE \(database: database)) AND zone = \(zone) AND version > \(since)
+            """)
+        return Int(try rows.first?.decode(Int64.self) ?? 0)
+    }
+
     /// The feed from the records' written forms (schema version 6): each row brings its
     /// record as one text (`wire_head || fields || wire_tail`, joined by PostgreSQL) whose
     /// bytes are appended to the page as they are — PostgreSQL guarantees a `text` value of a

@@ -102,6 +102,16 @@ extension SQLiteStore: RecordStore {
         }
     }
 
+    public func countRecordChanges(zone: String, since token: String, in database: DatabaseKey) async throws -> Int {
+        let since = try changeTokens.decodeRecords(token, zone: zone, in: database).version
+        return try await pool.read { db in
+            guard let dbRow = try Self.databaseRow(db, database) else { return 0 }
+            return try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count(*) FROM records WHERE db = ? AND zone = ? AND version > ?"),
+                arguments: [dbRow.id, zone, since]) ?? 0
+        }
+    }
+
     static func deleteSelfChildren(_ db: Database, database: Int64, zone: String, of parents: [String]) throws
         -> [StoredRecord]
     {

@@ -48,6 +48,14 @@ public protocol RecordStore: Sendable {
     func recordChanges(zone: String, since token: String?, limit: Int, in database: DatabaseKey) async throws
         -> RecordChangesPage
 
+    /// How many changes a zone's feed holds after `token` (one ``recordChanges(zone:since:limit:in:)``
+    /// just issued), for a reader's estimate of the rest: each record changed since counts
+    /// once, and tombstones count too (the feed leaves out those of records created after the
+    /// token), so the number is at most that many above what the feed will return. Counted
+    /// from the `(db, zone, version)` index alone; 0 for a zone or database that does not
+    /// exist.
+    func countRecordChanges(zone: String, since token: String, in database: DatabaseKey) async throws -> Int
+
     /// ``recordChanges(zone:since:limit:in:)`` with its records written as the JSON array
     /// of their response dictionaries, each closed by `zoneClosing` (`,"zoneID":{…}}`, the
     /// zone as the caller names it): the server's change feeds when no `desiredKeys` or

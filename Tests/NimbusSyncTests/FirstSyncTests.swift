@@ -50,6 +50,9 @@ struct FirstSyncTests {
             #expect(reports.map(\.records) == [200, 400, 600, 800, 1_000])
             #expect(reports.map(\.pages) == [1, 2, 3, 4, 5])
             #expect(reports.map(\.moreComing) == [true, true, true, true, false])
+            // The server counted what followed the first page; the engine counts down from it.
+            #expect(reports.map(\.remainingEstimate) == [800, 600, 400, 200, 0])
+            #expect(reports.dropLast().allSatisfy { $0.estimatedSecondsLeft.map { $0 >= 0 } ?? ($0.updated == $0.started) })
             #expect(reports.allSatisfy { $0.zone == "ReadingList" })
             // Each page's answer is counted: a page of 200 bookmarks is well over 200 × 60 bytes.
             let bytes = reports.map(\.bytes)
@@ -88,6 +91,7 @@ struct FirstSyncTests {
             _ = await listener.value
             #expect(service.calls("zoneChanges:ReadingList") == 3)
             #expect(last.withLockedValue { $0?.records } == 600)
+            #expect(last.withLockedValue { $0?.remainingEstimate } == 0)
             #expect(try await relaunched.store.read { try LocalStore.serverCopyCount(in: $0, zone: "ReadingList") } == 1_000)
             let names = try Set(relaunched.store.records(inZone: "ReadingList").map(\.recordName))
             #expect(names == Set((0..<Self.records).map { "bulk-\($0)" }))

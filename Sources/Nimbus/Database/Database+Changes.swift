@@ -25,6 +25,11 @@ public struct RecordZoneChanges: Sendable {
     /// The size in bytes of the server's answer this page was read from (0 for a page made
     /// by a test double): what a progress display counts as downloaded.
     public var responseBytes = 0
+    /// How many changes the zone held after this page when the server answered, for an
+    /// estimate of the rest: present when the page was asked for with `countingRemaining`
+    /// (and the server counts: a Nimbus server, not in a public database). An upper bound:
+    /// tombstones of records created after the token count too, and the feed leaves them out.
+    public var remainingChanges: Int?
 
     /// A page (for test doubles of the server; the SDK decodes the server's answers).
     public init(modifications: [Record], deletions: [Deletion], changeToken: ServerChangeToken, moreComing: Bool) {
@@ -63,13 +68,18 @@ extension Database {
     /// One page of a zone's changes since `token` (all of its records when `nil`):
     /// `records/changes`.
     ///
+    /// - Parameter countingRemaining: also ask how many changes follow this page
+    ///   (``RecordZoneChanges/remainingChanges``). The server counts them from an index, in
+    ///   time that grows with the changes that follow: ask on the first page of a fetch and
+    ///   subtract what the next pages bring.
     /// - Throws: ``NimbusError/Code/changeTokenExpired`` when the token is older than the
     ///   server's tombstone horizon (fetch again with `nil`); ``NimbusError/Code/zoneNotFound``.
     public func recordZoneChanges(
         inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
-        resultsLimit: Int? = nil
+        resultsLimit: Int? = nil, countingRemaining: Bool = false
     ) async throws -> RecordZoneChanges {
         var body: [String: JSON] = ["zoneID": zoneID.wireJSON]
+        if countingRemaining { body["countRemaining"] = true }
         if let token { body["syncToken"] = .string(token.rawValue) }
         if let desiredKeys { body["desiredKeys"] = .array(desiredKeys.map(JSON.string)) }
         if let resultsLimit { body["resultsLimit"] = .int(resultsLimit) }
@@ -146,15 +156,23 @@ extension Database {
     /// gives for the same answer.
     static func recordZoneChanges(from page: ChangeFeedPage, zoneID: ZoneID) throws -> RecordZoneChanges {
         let head = JSON.object(page.members)
-        return RecordZoneChanges(
+        var changes = RecordZoneChanges(
             modifications: page.records.map { Record(wire: $0, zoneID: zoneID) }, deletions: [],
             changeToken: try token(head), moreComing: head["moreComing"]?.bool ?? false)
+        changes.remainingChanges = remainingChanges(head)
+        return changes
+    }
+
+    /// `remainingChanges`, when the server sent a count that fits.
+    static func remainingChanges(_ answer: JSON) -> Int? {
+        answer["remainingChanges"]?.int64.flatMap { $0 >= 0 ? Int(exactly: $0) : nil }
     }
 
     static func recordZoneChanges(from response: JSON, zoneID: ZoneID) throws -> RecordZoneChanges {
         var changes = RecordZoneChanges(
             modifications: [], deletions: [], changeToken: try token(response),
             moreComing: response["moreComing"]?.bool ?? false)
+        changes.remainingChanges = remainingChanges(response)
         for item in response["records"]?.array ?? [] {
             if item["deleted"]?.bool == true {
                 guard let name = item["recordName"]?.string else {

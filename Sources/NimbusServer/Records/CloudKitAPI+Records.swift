@@ -224,6 +224,7 @@ extension CloudKitAPI {
         let token = try reader.optionalString("syncToken")
         let limit = try call.resultsLimit(in: reader)
         let keys = try call.desiredKeys(in: reader)
+        let countRemaining = try reader.optionalBool(Self.countRemainingKey) ?? false
         let access = try await publicAccess(call)
         let records: JSON
         let page: (syncToken: String, moreComing: Bool)
@@ -251,13 +252,29 @@ extension CloudKitAPI {
         }
         if let span = ServiceContext.currentSpan { FetchTrace.delivered(records, zone: zoneID.zoneName, span: span) }
         metrics?.countChangePage()
-        return .object([
+        var answer: [String: JSON] = [
             "zoneID": call.responseZoneID(zoneID.zoneName).wireJSON,
             "records": records,
             "syncToken": .string(page.syncToken),
             "moreComing": .bool(page.moreComing),
-        ])
+        ]
+        // Not where records are filtered per reader (a public database's roles): a count
+        // would tell how many records the reader may not see.
+        if countRemaining, access == nil {
+            let remaining = page.moreComing
+                ? try await store.countRecordChanges(zone: zoneID.zoneName, since: page.syncToken, in: call.database) : 0
+            answer[Self.remainingChangesKey] = .int(remaining)
+        }
+        return .object(answer)
     }
+
+    /// Nimbus's extension of `records/changes` for progress displays: a request with
+    /// `"countRemaining": true` gets `"remainingChanges"`, how many changes the zone holds
+    /// after the answer's `syncToken` (at most the tombstones of records created since above
+    /// what the next pages return; ``RecordStore/countRecordChanges(zone:since:in:)``).
+    /// Counting reads the zone's index from the token on, so clients ask once per fetch.
+    static let countRemainingKey = "countRemaining"
+    static let remainingChangesKey = "remainingChanges"
 }
 
 import Foundation

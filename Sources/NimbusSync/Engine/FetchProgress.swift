@@ -9,14 +9,19 @@ import Nimbus
 /// for await event in engine.events() {
 ///     if case .fetchProgress(let progress) = event {
 ///         status = "\(progress.records) records, \(progress.bytes / 1_000_000) MB"
+///         if let left = progress.remainingEstimate, let seconds = progress.estimatedSecondsLeft {
+///             status += ", about \(left) to go (\(Int(seconds)) s)"
+///         }
 ///     }
 /// }
 /// ```
 ///
 /// The counts start at zero with each fetch of the zone (a fetch resumed after the app was
 /// stopped counts what it fetches itself; what earlier runs stored is in the store already).
-/// A `records/changes` answer does not say how many records remain, so no total is given:
-/// ``moreComing`` says whether more pages follow.
+/// The engine asks a Nimbus server, with the fetch's first page, how many changes follow it
+/// (``RecordZoneChanges/remainingChanges``), and counts down from there: that is
+/// ``remainingEstimate``. CloudKit Web Services has no such count: against other servers it
+/// stays `nil`, and ``moreComing`` says whether more pages follow.
 public struct FetchProgress: Sendable, Hashable {
     /// The zone (its ``ZoneID/localZoneName`` for another user's zone).
     public var zone: String
@@ -32,6 +37,12 @@ public struct FetchProgress: Sendable, Hashable {
     public var started: Date
     /// When the last page was committed, on the same clock.
     public var updated: Date
+    /// About how many changes remain to fetch: the server's count with the fetch's first page
+    /// less the records of the pages since; 0 once no more are coming; `nil` when the server
+    /// gave no count. An upper bound while the zone does not change meanwhile (tombstones of
+    /// records created after the fetch's start count, and the feed leaves them out); changes
+    /// made during the fetch can make it low, and it never goes below 0 before the end.
+    public var remainingEstimate: Int?
 
     /// A fetch of `zone` that has applied nothing yet.
     public init(zone: String, started: Date) {
@@ -42,6 +53,14 @@ public struct FetchProgress: Sendable, Hashable {
         self.moreComing = true
         self.started = started
         self.updated = started
+        self.remainingEstimate = nil
+    }
+
+    /// Seconds until ``remainingEstimate`` is fetched at ``recordsPerSecond`` (`nil` without
+    /// an estimate or before a record was applied).
+    public var estimatedSecondsLeft: Double? {
+        guard let remainingEstimate, recordsPerSecond > 0 else { return nil }
+        return Double(remainingEstimate) / recordsPerSecond
     }
 
     /// Records applied per second since the fetch started (0 before the first page).
@@ -52,10 +71,18 @@ public struct FetchProgress: Sendable, Hashable {
 
     /// Counts a page applied at `now`.
     mutating func add(_ page: RecordZoneChanges, at now: Date) {
-        records += page.modifications.count + page.deletions.count
+        let count = page.modifications.count + page.deletions.count
+        records += count
         bytes += page.responseBytes
         pages += 1
         moreComing = page.moreComing
         updated = now
+        if !page.moreComing {
+            remainingEstimate = 0
+        } else if let counted = page.remainingChanges {
+            remainingEstimate = counted
+        } else if let estimate = remainingEstimate {
+            remainingEstimate = max(0, estimate - count)
+        }
     }
 }

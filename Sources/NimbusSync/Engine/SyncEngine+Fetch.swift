@@ -76,6 +76,8 @@ extension SyncEngine {
         // records does not hold a million names.
         let unconfirmed = try await store.reading { Set(try $0.copyNames(zone: zone, onlyUnconfirmed: true)) }
         var progress = FetchProgress(zone: zone, started: clock.now())
+        // The first page of the fetch (and of a fetch started over) asks how many follow it.
+        var counting = true
         // The next page is requested while this one is applied (its token is known before).
         var prefetched: Task<RecordZoneChanges, any Error>?
         defer { prefetched?.cancel() }
@@ -87,13 +89,18 @@ extension SyncEngine {
                     page = try await next.value
                 } else {
                     let since = token
-                    page = try await retrying { try await self.service.zoneChanges(zone, since: since) }
+                    let count = counting
+                    page = try await retrying {
+                        try await self.service.zoneChanges(zone, since: since, countingRemaining: count)
+                    }
+                    counting = false
                 }
             } catch let error as NimbusError where error.code == .changeTokenExpired {
                 try await noteTokenExpired(scope: zone)
                 token = nil
                 reconciling = true
                 seen = []
+                counting = true
                 continue
             } catch let error as NimbusError where error.code == .zoneNotFound && ZoneID(localZoneName: zone).isSharedZone {
                 // A shared zone the user can no longer read (the share ended since the
@@ -109,6 +116,7 @@ extension SyncEngine {
                 recoveredZone = true
                 token = nil
                 seen = []
+                counting = true
                 continue
             }
             if page.moreComing {

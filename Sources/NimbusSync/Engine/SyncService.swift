@@ -10,6 +10,11 @@ public protocol SyncService: Sendable {
     func saveSubscription(_ subscription: Subscription) async throws
     func databaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges
     func zoneChanges(_ zone: String, since token: ServerChangeToken?) async throws -> RecordZoneChanges
+    /// ``zoneChanges(_:since:)``, asking also how many changes follow the page when
+    /// `countingRemaining` (``RecordZoneChanges/remainingChanges``). The default asks
+    /// without counting.
+    func zoneChanges(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
+        -> RecordZoneChanges
     /// Saves with locked semantics; each deletion carries the change tag of the copy the
     /// device saw, so a delete loses to a newer edit.
     func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
@@ -51,6 +56,13 @@ public protocol SyncService: Sendable {
 }
 
 extension SyncService {
+    /// A service that does not count: the page comes without ``RecordZoneChanges/remainingChanges``.
+    public func zoneChanges(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
+        -> RecordZoneChanges
+    {
+        try await zoneChanges(zone, since: token)
+    }
+
     /// A service without a shared database (``SyncConfiguration/syncsSharedDatabase`` off).
     public func sharedDatabaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges {
         throw NimbusError(.invalidArguments, "this sync service does not reach a shared database")
@@ -129,8 +141,14 @@ public struct DatabaseSyncService: SyncService {
     }
 
     public func zoneChanges(_ zone: String, since token: ServerChangeToken?) async throws -> RecordZoneChanges {
+        try await zoneChanges(zone, since: token, countingRemaining: false)
+    }
+
+    public func zoneChanges(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
+        -> RecordZoneChanges
+    {
         let (database, zoneID) = route(zone)
-        return try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
+        return try await database.recordZoneChanges(inZoneWith: zoneID, since: token, countingRemaining: countingRemaining)
     }
 
     public func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (

@@ -87,6 +87,12 @@ final class FaultyService: SyncService {
         try enter("zoneChanges:\(zone)")
         return try await base.zoneChanges(zone, since: token)
     }
+    func zoneChanges(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
+        -> RecordZoneChanges
+    {
+        try enter("zoneChanges:\(zone)")
+        return try await base.zoneChanges(zone, since: token, countingRemaining: countingRemaining)
+    }
     func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
         saveResults: [Nimbus.Record.ID: Result<Nimbus.Record, NimbusError>],
         deleteResults: [Nimbus.Record.ID: Result<Void, NimbusError>]
