@@ -13,6 +13,8 @@ struct EncryptionAssetBench {
     struct Timings {
         var upload: [EncryptionBenchCommand.Mode: [Double]] = [:]
         var download: [EncryptionBenchCommand.Mode: [Double]] = [:]
+        /// The process's CPU seconds (user and system, client and server) during each upload.
+        var uploadCPU: [EncryptionBenchCommand.Mode: [Double]] = [:]
     }
 
     /// Seconds per save and per download, each mode, each round.
@@ -29,9 +31,10 @@ struct EncryptionAssetBench {
                 var record = Record(
                     recordType: "BenchFile", recordID: Record.ID(recordName: "file-\(mode)-\(round)", zoneID: zone))
                 record["file"] = Asset(fileURL: file)
-                let start = ContinuousClock.now
+                let (start, cpu) = (ContinuousClock.now, processCPUSeconds())
                 let saved = try await database.save(record)
                 timings.upload[mode, default: []].append((ContinuousClock.now - start) / .seconds(1))
+                timings.uploadCPU[mode, default: []].append(processCPUSeconds() - cpu)
                 guard let asset = saved["file"] as Asset?, asset.isEncrypted == (mode == .encrypted) else {
                     throw NimbusError(.internalError, "the \(mode) save answered no asset of its kind")
                 }
