@@ -60,26 +60,49 @@ extension CKSyncEngine {
         }
     }
 
+    /// A page of a zone's changes as ``CKDatabase/recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``
+    /// returns it.
+    typealias ZoneChangesPage = (
+        modificationResultsByID: [CKRecord.ID: Result<CKDatabase.RecordZoneChange.Modification, any Error>],
+        deletions: [CKDatabase.RecordZoneChange.Deletion], changeToken: CKServerChangeToken, moreComing: Bool
+    )
+
     /// Fetches one zone's pages; a failure ends the zone's fetch and is reported in its
     /// `didFetchRecordZoneChanges` (the zone stays unfetched, to try again next time).
+    ///
+    /// The next page is requested while the delegate handles this one (its token is known
+    /// before): it is used only if the zone's stored token is still the one it was asked
+    /// with when the loop comes round, and cancelled when the fetch ends otherwise.
     private func fetchZone(_ zoneID: CKRecordZone.ID) async {
         await emit(.willFetchRecordZoneChanges(.init(zoneID: zoneID)))
         var failure: CKError?
+        var prefetched: (token: String, task: Task<ZoneChangesPage, any Error>)?
+        defer { prefetched?.task.cancel() }
         do {
             while true {
                 try Task.checkCancellation()
-                let token = state.data.current.zoneTokens[zoneID.storageKey].map {
-                    CKServerChangeToken(ServerChangeToken(rawValue: $0))
-                }
-                let page: (
-                    modificationResultsByID: [CKRecord.ID: Result<CKDatabase.RecordZoneChange.Modification, any Error>],
-                    deletions: [CKDatabase.RecordZoneChange.Deletion], changeToken: CKServerChangeToken, moreComing: Bool
-                )
+                let stored = state.data.current.zoneTokens[zoneID.storageKey]
+                let token = stored.map { CKServerChangeToken(ServerChangeToken(rawValue: $0)) }
+                let page: ZoneChangesPage
                 do {
-                    page = try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
+                    if let next = prefetched, next.token == stored {
+                        prefetched = nil
+                        page = try await next.task.value
+                    } else {
+                        prefetched?.task.cancel()
+                        prefetched = nil
+                        page = try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
+                    }
                 } catch let error as CKError where error.code == .changeTokenExpired && token != nil {
                     state.data.withLock { $0.zoneTokens[zoneID.storageKey] = nil }
                     continue
+                }
+                if page.moreComing {
+                    let database = self.database
+                    let next = page.changeToken
+                    prefetched = (
+                        next.token.rawValue, Task { try await database.recordZoneChanges(inZoneWith: zoneID, since: next) }
+                    )
                 }
                 let modifications = page.modificationResultsByID.values.compactMap { try? $0.get() }
                     .sorted { $0.recordID.recordName < $1.recordID.recordName }
