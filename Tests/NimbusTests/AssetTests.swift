@@ -289,6 +289,9 @@ final class CuttingAssetTransport: AssetTransport {
             state.withLock { $0.uploads.append(0..<end) }
             if stallUploads {
                 stall.yield()
+                // Not a wait on time: the test cancels this upload once `stall` says it is
+                // here, and the sleep ends with CancellationError. The hour only stands for
+                // "never": were cancellation not to reach it, the test would hang there.
                 try await Task.sleep(for: .seconds(3600))
             }
             throw NimbusError(.networkFailure, "injected: the connection broke mid-upload")
