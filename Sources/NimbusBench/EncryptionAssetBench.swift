@@ -51,6 +51,17 @@ struct EncryptionAssetBench {
         return timings
     }
 
+    /// Fills `raw` with the xorshift stream that continues from `state` (whole 8-byte words;
+    /// a shorter tail stays as it was).
+    static func fill(_ raw: UnsafeMutableRawBufferPointer, state: inout UInt64) {
+        for index in stride(from: 0, to: raw.count - raw.count % 8, by: 8) {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            raw.storeBytes(of: state, toByteOffset: index, as: UInt64.self)
+        }
+    }
+
     /// `count` bytes of a xorshift stream (incompressible, different for each seed), written in 1 MiB pieces.
     static func write(_ count: Int, seed: UInt64, to file: URL) throws {
         FileManager.default.createFile(atPath: file.path, contents: nil)
@@ -61,14 +72,7 @@ struct EncryptionAssetBench {
         while written < count {
             let piece = min(1 << 20, count - written)
             var buffer = [UInt8](repeating: 0, count: piece)
-            buffer.withUnsafeMutableBytes { raw in
-                for index in stride(from: 0, to: piece - piece % 8, by: 8) {
-                    state ^= state << 13
-                    state ^= state >> 7
-                    state ^= state << 17
-                    raw.storeBytes(of: state, toByteOffset: index, as: UInt64.self)
-                }
-            }
+            buffer.withUnsafeMutableBytes { fill($0, state: &state) }
             try handle.write(contentsOf: buffer)
             written += piece
         }

@@ -64,14 +64,7 @@ enum EncryptionPrimitives {
     private static func pseudoRandom(_ count: Int) -> Data {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBytes { raw in
-            for index in stride(from: 0, to: count - count % 8, by: 8) {
-                state ^= state << 13
-                state ^= state >> 7
-                state ^= state << 17
-                raw.storeBytes(of: state, toByteOffset: index, as: UInt64.self)
-            }
-        }
+        bytes.withUnsafeMutableBytes { EncryptionAssetBench.fill($0, state: &state) }
         return Data(bytes)
     }
 }

@@ -112,6 +112,38 @@ struct TimestampFractionTests {
         }
     }
 
+    /// Hostile parts never trap: any 64-bit milliseconds with any fraction a server could
+    /// send (the wire's (-1, 1) ms and beyond it), read as a date, and any `Double` bit
+    /// pattern (NaN, infinities, subnormals, ±10^308 s) made into a TIMESTAMP and read back.
+    @Test func extremeTimestampsAndDatesNeverTrap() throws {
+        var random = SplitMix64(seed: 29)
+        let edges: [Int64] = [.min, .min + 1, -978_307_200_000, -1, 0, 1, 978_307_200_000, .max - 1, .max]
+        for index in 0..<20_000 {
+            let fractions: [Int64] = [Int64.min >> 1, -(1 << 53), 0, (1 << 53) - 1, Int64.max >> 1]
+            let milliseconds: Int64
+            let fraction: Int64
+            if index < edges.count * fractions.count {
+                milliseconds = edges[index % edges.count]
+                fraction = fractions[index / edges.count]
+            } else {
+                milliseconds = Int64(bitPattern: random.next())
+                let shift: Int = random.int(1...63)
+                fraction = Int64(bitPattern: random.next()) >> Int64(shift)
+            }
+            if let value = FieldValue.timestamp(milliseconds: milliseconds, fraction: fraction) {
+                _ = value.dateValue
+                _ = value.wireJSON().serialized()
+            }
+            _ = FieldValue.date(milliseconds: milliseconds, fraction: fraction)
+            let text = #"{"type":"TIMESTAMP","value":\#(milliseconds),"millisecondFraction":\#(Double(fraction) * 0x1p-54)}"#
+            if let decoded = try? Self.decode(text) { _ = decoded.dateValue }
+            let date = Date(timeIntervalSinceReferenceDate: Double(bitPattern: random.next()))
+            let stored = FieldValue(date: date)
+            _ = stored.dateValue
+            _ = stored.wireJSON().serialized()
+        }
+    }
+
     @Test func timestampsOrderToTheFractionOfAMillisecond() {
         var random = SplitMix64(seed: 11)
         let base = Date().timeIntervalSinceReferenceDate
