@@ -4,8 +4,9 @@ import NimbusCrypto
 
 /// The raw speed of what an encrypted upload pays per byte, measured in this process (so in
 /// the BoringSSL build the SDK links, with whatever CPU paths it picks): SHA-256, HMAC-SHA256
-/// and AES-256-GCM over a file's worth of 256 KiB chunks, a version 2 chunk sealed whole
-/// (its key's HMAC, then AES-GCM), and a plain copy of the same bytes for scale.
+/// and AES-256-GCM over a file's worth of 256 KiB chunks, a version 3 chunk's key (its
+/// AES-GCM-SIV tag, then the HMAC of that), a chunk sealed whole in version 3 and in version 2
+/// (its key's HMAC of the chunk, then AES-GCM), and a plain copy of the same bytes for scale.
 enum EncryptionPrimitives {
     struct Speed {
         var name: String
@@ -19,7 +20,9 @@ enum EncryptionPrimitives {
         let data = pseudoRandom(bytes)
         let chunks = stride(from: 0, to: bytes, by: chunkSize).map { data[$0..<min(bytes, $0 + chunkSize)] }
         let key = SymmetricKey(size: .bits256)
-        let secrets = AssetChunks.Secrets(zoneKey: ZoneKey())
+        let zoneKey = ZoneKey()
+        let secrets = AssetChunks.Secrets(zoneKey: zoneKey)
+        let secretsV2 = AssetChunks.Secrets(zoneKey: zoneKey, version: 2)
         let nonce = AES.GCM.Nonce()
         let boxes = try chunks.map { try AES.GCM.seal($0, using: key, nonce: nonce) }
         var sink = 0
@@ -42,10 +45,24 @@ enum EncryptionPrimitives {
                 for chunk in chunks { sink &+= try AES.GCM.seal(chunk, using: key, nonce: nonce).tag.count }
             },
             try best("AES-256-GCM open") { for box in boxes { sink &+= try AES.GCM.open(box, using: key).count } },
-            try best("chunk seal (v2)") {
+            best("chunk key (v3: GCM-SIV tag)") {
+                for (index, chunk) in chunks.enumerated() {
+                    sink &+= Int(
+                        AssetChunks.chunkKey(
+                            chunk, index: index, final: index == chunks.count - 1, chunkSize: chunkSize, secrets: secrets)[0])
+                }
+            },
+            try best("chunk seal (v3)") {
                 for (index, chunk) in chunks.enumerated() {
                     sink &+= try AssetChunks.sealChunk(
                         chunk, index: index, final: index == chunks.count - 1, chunkSize: chunkSize, secrets: secrets
+                    ).sealed.count
+                }
+            },
+            try best("chunk seal (v2)") {
+                for (index, chunk) in chunks.enumerated() {
+                    sink &+= try AssetChunks.sealChunk(
+                        chunk, index: index, final: index == chunks.count - 1, chunkSize: chunkSize, secrets: secretsV2
                     ).sealed.count
                 }
             },

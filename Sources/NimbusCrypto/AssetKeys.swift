@@ -84,7 +84,7 @@ public struct WrappedAssetKey: Sendable, Equatable {
         try wrap(key: fileKey.key, with: zoneKey, for: place)
     }
 
-    /// Wraps a file's 32-byte key (a version 2 file's table key, ``AssetChunks``) with
+    /// Wraps a file's 32-byte key (a version 2 or 3 file's table key, ``AssetChunks``) with
     /// `zoneKey` for `place`.
     public static func wrap(key: SymmetricKey, with zoneKey: ZoneKey, for place: FieldPlace) throws -> WrappedAssetKey {
         let tag = place.recordTag

@@ -47,9 +47,17 @@ public enum FieldSealing {
     /// ``seal(_:with:for:)`` as `Data`, the form an `ENCRYPTED_BYTES` value holds: built in
     /// one buffer of its final size from the sealed box's own bytes.
     public static func sealedData(_ plaintext: [UInt8], with key: ZoneKey, for place: FieldPlace) throws -> Data {
+        var nonces = RandomNonces()
+        return try sealedData(plaintext, with: key, for: place, nonces: &nonces)
+    }
+
+    /// ``sealedData(_:with:for:)`` with the next of a batch's `nonces`.
+    public static func sealedData(
+        _ plaintext: [UInt8], with key: ZoneKey, for place: FieldPlace, nonces: inout RandomNonces
+    ) throws -> Data {
         var aad = place.binding
         aad.append(key.id)
-        let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: aad.bytes)
+        let box = try AES.GCM.seal(plaintext, using: key.key, nonce: nonces.next(), authenticating: aad.bytes)
         var envelope = Data(capacity: overhead + plaintext.count)
         envelope.append(version)
         envelope.append(contentsOf: key.id)

@@ -3,22 +3,26 @@ import Foundation
 import NimbusCrypto
 import NimbusProtocol
 import Testing
+import _CryptoExtras
 
-/// Encrypted files, version 2: a key per chunk from the chunk's own bytes, a sealed key table
-/// at the end; convergent within a zone, and no chunk can be altered, moved, dropped or cut.
-@Suite("Asset chunks (version 2)")
+/// Encrypted files, versions 2 and 3: a key per chunk from the chunk's own bytes, a sealed key
+/// table at the end; convergent within a zone, and no chunk can be altered, moved, dropped or
+/// cut. This build writes version 3 and reads both.
+@Suite("Asset chunks (versions 2 and 3)")
 struct AssetChunksTests {
-    static let secrets = AssetChunks.Secrets(zoneKey: ZoneKey())
+    static let zoneKey = ZoneKey()
+    static let secrets = AssetChunks.Secrets(zoneKey: zoneKey)
 
-    @Test(arguments: [0, 1, 15, 16, 17, 48, 1000])
-    func filesOfEverySizeRoundTrip(count: Int) throws {
+    @Test(arguments: [0, 1, 15, 16, 17, 48, 1000], [UInt8(2), 3])
+    func filesOfEverySizeRoundTrip(count: Int, version: UInt8) throws {
         let plain = AssetSealingTests.bytes(count)
-        let (sealed, tableKey) = try AssetChunks.seal(plain, secrets: Self.secrets, chunkSize: 16)
-        let layout = AssetChunks.Layout(plaintextSize: Int64(count), chunkSize: 16)
+        let secrets = AssetChunks.Secrets(zoneKey: Self.zoneKey, version: version)
+        let (sealed, tableKey) = try AssetChunks.seal(plain, secrets: secrets, chunkSize: 16)
+        let layout = AssetChunks.Layout(plaintextSize: Int64(count), chunkSize: 16, version: version)
         #expect(sealed.count == Int(layout.sealedSize))
-        #expect(AssetChunks.Layout(sealedSize: Int64(sealed.count), chunkSize: 16) == layout)
+        #expect(AssetChunks.Layout(sealedSize: Int64(sealed.count), chunkSize: 16, version: version) == layout)
         let header = try AssetChunks.header(sealed)
-        #expect(header.version == 2 && header.chunkSize == 16)
+        #expect(header.version == version && header.chunkSize == 16)
         #expect(try AssetChunks.open(sealed, tableKey: tableKey) == plain)
         #expect(FieldSealingTests.code { _ = try AssetChunks.open(sealed, tableKey: SymmetricKey(size: .bits256)) } == .authenticationFailed)
         // One byte more or less reads as another file's length, whose table does not open.
@@ -52,10 +56,12 @@ struct AssetChunksTests {
         #expect(chunk(sealedTwice, 0) != chunk(sealedTwice, 1))
     }
 
-    @Test func chunksAndTheTableCannotBeAlteredMovedDroppedOrCut() throws {
+    @Test(arguments: [UInt8(2), 3])
+    func chunksAndTheTableCannotBeAlteredMovedDroppedOrCut(version: UInt8) throws {
         let plain = AssetSealingTests.bytes(64)
-        let (sealed, tableKey) = try AssetChunks.seal(plain, secrets: Self.secrets, chunkSize: 16)
-        let layout = AssetChunks.Layout(plaintextSize: 64, chunkSize: 16)
+        let secrets = AssetChunks.Secrets(zoneKey: Self.zoneKey, version: version)
+        let (sealed, tableKey) = try AssetChunks.seal(plain, secrets: secrets, chunkSize: 16)
+        let layout = AssetChunks.Layout(plaintextSize: 64, chunkSize: 16, version: version)
         let header = AssetChunks.headerByteCount, chunk = 16 + 16
         #expect(layout.chunkCount == 4 && layout.tableByteCount == 4 * 32 + 16)
         // Two chunks swapped.
@@ -75,7 +81,7 @@ struct AssetChunksTests {
             #expect(throws: EncryptionError.self) { _ = try AssetChunks.open(altered, tableKey: tableKey) }
         }
         // Another file's table (same length) does not open this one's chunks.
-        let (other, otherKey) = try AssetChunks.seal(AssetSealingTests.bytes(64).map { $0 ^ 1 }, secrets: Self.secrets, chunkSize: 16)
+        let (other, otherKey) = try AssetChunks.seal(AssetSealingTests.bytes(64).map { $0 ^ 1 }, secrets: secrets, chunkSize: 16)
         let grafted = Array(sealed[..<Int(layout.tableOffset)]) + Array(other[Int(layout.tableOffset)...])
         #expect(FieldSealingTests.code { _ = try AssetChunks.open(grafted, tableKey: otherKey) } == .authenticationFailed)
         // A ranged read: chunk 2 alone, with its key from the table; not as chunk 1.
@@ -86,6 +92,65 @@ struct AssetChunksTests {
         #expect(opened == Array(plain[32..<48]))
         #expect(FieldSealingTests.code { try AssetChunks.openChunk(third, index: 1, layout: layout, key: keys[32..<64], appendingTo: &opened) } == .authenticationFailed)
         #expect(FieldSealingTests.code { try AssetChunks.openChunk(third, index: 2, layout: layout, key: keys[32..<64], appendingTo: &opened) } == .authenticationFailed)
+        // The same bytes read as the other version (its header byte changed): nothing opens.
+        var relabelled = sealed
+        relabelled[0] = version == 2 ? 3 : 2
+        #expect(FieldSealingTests.code { _ = try AssetChunks.open(relabelled, tableKey: tableKey) } == .authenticationFailed)
+        let otherLayout = layout.inVersion(version == 2 ? 3 : 2)
+        #expect(FieldSealingTests.code { try AssetChunks.openChunk(third, index: 2, layout: otherLayout, key: keys[64..<96], appendingTo: &opened) } == .authenticationFailed)
+    }
+
+    /// Version 3 is what docs/ENCRYPTION.md says, computed here from swift-crypto alone (what a
+    /// third-party client would write): each chunk's key is the HMAC of its AES-GCM-SIV tag.
+    @Test func versionThreeIsTheDocumentedConstruction() throws {
+        let plain = AssetSealingTests.bytes(40)
+        let (sealed, tableKey) = try AssetChunks.seal(plain, secrets: Self.secrets, chunkSize: 16)
+        #expect(sealed[0] == 3 && AssetChunks.version == 3)
+        func derive(_ info: String) -> SymmetricKey {
+            HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: Self.zoneKey.key, salt: Array("nimbus.asset.v3".utf8), info: Array(info.utf8), outputByteCount: 32)
+        }
+        func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
+        var expected: [UInt8] = [3, 0, 0, 0, 16]
+        var keys: [UInt8] = []
+        for index in 0..<3 {
+            let chunk = Array(plain[(index * 16)..<min(40, (index + 1) * 16)])
+            let final: UInt8 = index == 2 ? 1 : 0
+            let nonce = [0, 0, 0, 0] + bigEndian(UInt64(index))
+            let tag = try AES.GCM._SIV.seal(
+                [UInt8](), using: derive("mac"), nonce: try AES.GCM._SIV.Nonce(data: nonce), authenticating: chunk
+            ).tag
+            var mac = HMAC<SHA256>(key: derive("chunk"))
+            mac.update(data: bigEndian(UInt32(16)) + bigEndian(UInt64(index)) + [final] + Array(tag))
+            let key = Array(mac.finalize())
+            keys += key
+            let box = try AES.GCM.seal(
+                chunk, using: SymmetricKey(data: key), nonce: try AES.GCM.Nonce(data: nonce),
+                authenticating: Array("nimbus.asset.v3".utf8) + bigEndian(UInt32(16)) + bigEndian(UInt64(index)) + [final])
+            expected += Array(box.ciphertext) + Array(box.tag)
+        }
+        var mac = HMAC<SHA256>(key: derive("table"))
+        mac.update(data: bigEndian(UInt32(16)) + bigEndian(UInt64(40)) + keys)
+        let table = SymmetricKey(data: Array(mac.finalize()))
+        let box = try AES.GCM.seal(
+            keys, using: table, nonce: try AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 12)),
+            authenticating: Array("nimbus.asset.table.v3".utf8) + bigEndian(UInt32(16)) + bigEndian(UInt64(40)))
+        expected += Array(box.ciphertext) + Array(box.tag)
+        #expect(sealed == expected)
+        #expect(tableKey == table)
+    }
+
+    /// The same file sealed in version 2 and in version 3: the same length, other bytes, and
+    /// each opens with its own table key.
+    @Test func theSecondFormatStillReads() throws {
+        let photo = AssetSealingTests.bytes(600_000)
+        let v2 = try AssetChunks.seal(photo, secrets: AssetChunks.Secrets(zoneKey: Self.zoneKey, version: 2))
+        let v3 = try AssetChunks.seal(photo, secrets: Self.secrets)
+        #expect(v2.ciphertext.count == v3.ciphertext.count && v2.ciphertext[0] == 2 && v3.ciphertext[0] == 3)
+        #expect(v2.ciphertext[5..<1000] != v3.ciphertext[5..<1000])
+        #expect(try AssetChunks.open(v2.ciphertext, tableKey: v2.tableKey) == photo)
+        #expect(try AssetChunks.open(v3.ciphertext, tableKey: v3.tableKey) == photo)
+        #expect(FieldSealingTests.code { _ = try AssetChunks.open(v2.ciphertext, tableKey: v3.tableKey) } == .authenticationFailed)
     }
 
     /// Bytes and sizes from the network never trap: 5,000 seeded random files (random bytes,
@@ -126,8 +191,8 @@ struct AssetChunksTests {
         let header = try AssetChunks.header(old)
         #expect(header.version == 1 && header.chunkSize == AssetSealing.defaultChunkSize)
         #expect(try AssetSealing.open(old, with: fileKey.key) == photo)
-        #expect(FieldSealingTests.code { _ = try AssetChunks.header([3, 0, 0, 1, 0]) } == .unsupportedVersion)
-        // A version 1 file is not read as version 2.
+        #expect(FieldSealingTests.code { _ = try AssetChunks.header([4, 0, 0, 1, 0]) } == .unsupportedVersion)
+        // A version 1 file is not read as version 2 or 3.
         #expect(FieldSealingTests.code { _ = try AssetChunks.open(old, tableKey: fileKey.key) } == .unsupportedVersion)
     }
 }

@@ -95,6 +95,25 @@ struct FieldSealingTests {
         }
     }
 
+    /// A batch's nonces (read from the system 21 at a time): 5,000 sealings across many reads
+    /// of the pool, every nonce different and every value opening in its place.
+    @Test func aBatchsNoncesAreAllDifferentAndItsValuesOpen() throws {
+        let key = ZoneKey()
+        var nonces = RandomNonces()
+        var seen = Set<[UInt8]>()
+        for index in 0..<5_000 {
+            let value = Array("value \(index)".utf8)
+            let envelope = Array(try FieldSealing.sealedData(value, with: key, for: Self.place, nonces: &nonces))
+            // The nonce follows the version byte and the 16-byte key ID.
+            seen.insert(Array(envelope[17..<29]))
+            #expect(try FieldSealing.open(envelope, keys: [key], for: Self.place) == value)
+        }
+        #expect(seen.count == 5_000)
+        // Two batches draw their own nonces.
+        var other = RandomNonces()
+        #expect(!seen.contains(Array(other.next())))
+    }
+
     @Test func zoneKeysRoundTripThroughTheirBytes() throws {
         let key = ZoneKey()
         #expect(key.idHex.count == 32)

@@ -27,6 +27,9 @@ struct AssetPlannerTests {
         #expect(AssetPlanner.steps(for: photo, known: [:]) == [.requestURL(key)])
         #expect(AssetPlanner.steps(for: photo, known: [key: AssetUploadState(url: url)])
             == [.upload(key, url: url, resuming: true)])
+        // An upload resumes in the encrypted-asset format it began in, kept with its URL.
+        #expect(AssetPlanner.steps(for: photo, known: [key: AssetUploadState(url: url, format: 2)])
+            == [.upload(key, url: url, resuming: true, format: 2)])
         let done = uploaded("c1")
         #expect(AssetPlanner.steps(for: photo, known: [key: AssetUploadState(url: url, uploaded: done)]) == [.ready(key, done)])
 

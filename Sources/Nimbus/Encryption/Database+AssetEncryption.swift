@@ -19,6 +19,10 @@ extension Database {
     /// shared databases of a container with keys.
     package var encryptsAssets: Bool { scope != .public && container.encryption != nil }
 
+    /// The encrypted-asset format (``AssetChunks`` version) this build seals new uploads in;
+    /// a sync engine keeps it beside an upload URL, for ``uploadAsset(_:for:to:resuming:format:progress:)``.
+    package static var currentAssetFormat: UInt8 { AssetChunks.version }
+
     /// Uploads one asset file for `slot` and returns the server's `singleFile`; when this
     /// database ``encryptsAssets``, the file's ciphertext (``AssetChunks``), sealed as it is
     /// sent, with the wrapped table key in `wrappingKey` and its checksum in
@@ -26,16 +30,25 @@ extension Database {
     ///
     /// Each chunk's key is derived from its own bytes: the same file in the same zone is the
     /// same ciphertext, which the server stores once, and an upload resumed after a relaunch
-    /// sends the same bytes.
+    /// sends the same bytes. `format` is the ``AssetChunks`` version to seal in: the one an
+    /// interrupted upload began in when it resumes (`nil`: ``currentAssetFormat``), so that
+    /// the bytes sent after a relaunch by a newer build continue the older build's file.
     package func uploadAsset(
-        _ file: URL, for slot: AssetSlot, to url: URL, resuming: Bool = false,
+        _ file: URL, for slot: AssetSlot, to url: URL, resuming: Bool = false, format: UInt8? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws -> NimbusProtocol.Asset {
         guard encryptsAssets else { return try await uploadFile(file, to: url, resuming: resuming, progress: progress) }
+        let version = format ?? Self.currentAssetFormat
+        guard AssetChunks.versions.contains(version) else {
+            throw NimbusError(
+                .invalidArguments,
+                "an upload begun in asset format \(version) cannot be continued by this build (it writes "
+                    + "\(AssetChunks.versions.lowerBound)–\(AssetChunks.versions.upperBound)); ask for a new upload URL")
+        }
         let (zoneKey, owner) = try await encryptionKeys().sealingKey(for: slot.recordID.zoneID, in: self)
-        let secrets = AssetChunks.Secrets(zoneKey: zoneKey)
+        let secrets = AssetChunks.Secrets(zoneKey: zoneKey, version: version)
         let stamp = try FileStamp(file)
-        let layout = AssetChunks.Layout(plaintextSize: stamp.size)
+        let layout = AssetChunks.Layout(plaintextSize: stamp.size, version: version)
         let box = TableKeyBox()
         let transport = container.assetTransport
         var asset = try await upload(size: layout.sealedSize, of: file, to: url, resuming: resuming, progress: progress) {
@@ -69,7 +82,7 @@ extension Database {
         return asset
     }
 
-    /// Downloads an encrypted asset into `destination`. A version 2 file (``AssetChunks``):
+    /// Downloads an encrypted asset into `destination`. A version 2 or 3 file (``AssetChunks``):
     /// its key table first, then its chunks, each opened as it arrives straight into
     /// `destination` + `.partial` (an interrupted download continues after the last whole
     /// chunk); every byte is authenticated, which is the check a plain download's checksum
@@ -83,8 +96,10 @@ extension Database {
         let size = asset.size ?? 0
         let header = try await ranged(asset, 0..<min(size, Int64(AssetSealing.headerByteCount)))
         let (version, chunkSize) = try Self.opening { () throws(EncryptionError) in try AssetChunks.header(header) }
-        guard version == AssetChunks.version else { return try await downloadSealedFile(asset, with: key, to: destination, progress: progress) }
-        let (layout, keys) = try await keyTable(of: asset, chunkSize: chunkSize, tableKey: key)
+        guard AssetChunks.versions.contains(version) else {
+            return try await downloadSealedFile(asset, with: key, to: destination, progress: progress)
+        }
+        let (layout, keys) = try await keyTable(of: asset, version: version, chunkSize: chunkSize, tableKey: key)
         // Named for the file's content (its chunk keys), so that only the same file resumes.
         let name = SHA256.hash(data: keys).prefix(8).map { String(format: "%02x", $0) }.joined()
         let partial = destination.deletingLastPathComponent().appendingPathComponent(destination.lastPathComponent + ".opening-" + name)
@@ -111,7 +126,7 @@ extension Database {
         return destination
     }
 
-    /// The chunks of a version 2 ciphertext from the first one `partial` does not hold whole,
+    /// The chunks of a version 2 or 3 ciphertext from the first one `partial` does not hold whole,
     /// opened onto `partial`.
     private func receiveChunks(
         of asset: Asset, _ layout: AssetChunks.Layout, keys: [UInt8], into partial: URL,
@@ -146,9 +161,11 @@ extension Database {
         }
     }
 
-    /// A version 2 ciphertext's layout and key table (one ranged `GET`), opened with its table key.
-    private func keyTable(of asset: Asset, chunkSize: Int, tableKey: SymmetricKey) async throws -> (AssetChunks.Layout, [UInt8]) {
-        guard let layout = AssetChunks.Layout(sealedSize: asset.size ?? 0, chunkSize: chunkSize) else {
+    /// A version 2 or 3 ciphertext's layout and key table (one ranged `GET`), opened with its table key.
+    private func keyTable(
+        of asset: Asset, version: UInt8, chunkSize: Int, tableKey: SymmetricKey
+    ) async throws -> (AssetChunks.Layout, [UInt8]) {
+        guard let layout = AssetChunks.Layout(sealedSize: asset.size ?? 0, chunkSize: chunkSize, version: version) else {
             throw NimbusError(.decryptionFailed, "the encrypted file's length fits no file of \(chunkSize)-byte chunks: it was cut or padded")
         }
         let table = try await ranged(asset, layout.tableOffset..<layout.sealedSize)
@@ -204,8 +221,10 @@ extension Database {
         let key = try await fileKey(of: asset)
         let header = try await ranged(asset, 0..<min(size, Int64(AssetSealing.headerByteCount)))
         let (version, chunkSize) = try Self.opening { () throws(EncryptionError) in try AssetChunks.header(header) }
-        guard version == AssetChunks.version else { return try await sealedFileBytes(of: asset, in: range, key: key, header: header) }
-        let (layout, keys) = try await keyTable(of: asset, chunkSize: chunkSize, tableKey: key)
+        guard AssetChunks.versions.contains(version) else {
+            return try await sealedFileBytes(of: asset, in: range, key: key, header: header)
+        }
+        let (layout, keys) = try await keyTable(of: asset, version: version, chunkSize: chunkSize, tableKey: key)
         let upper = min(range.upperBound, layout.plaintextSize)
         guard range.lowerBound < upper else { return Data() }
         let first = Int(range.lowerBound / Int64(chunkSize))

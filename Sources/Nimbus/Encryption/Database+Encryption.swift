@@ -58,6 +58,7 @@ extension Database {
     /// `records` with their sealable fields sealed with their zones' keys in `zoneKeys`.
     static func seal(_ records: ArraySlice<Record>, _ zoneKeys: [ZoneID: SealingKey], container: String) throws -> [Record] {
         var sealed = Array(records)
+        var nonces = RandomNonces()
         for index in sealed.indices {
             let fields = sealableFields(of: sealed[index])
             guard !fields.isEmpty, let zone = zoneKeys[sealed[index].id.zoneID] else { continue }
@@ -67,7 +68,8 @@ extension Database {
                 let place = FieldPlace(
                     container: container, zoneName: id.zoneID.zoneName, ownerRecordName: zone.owner,
                     recordName: id.recordName, fieldName: field)
-                sealed[index].values[field] = .encryptedBytes(try FieldSealing.sealedData(plaintext, with: zone.key, for: place))
+                sealed[index].values[field] = .encryptedBytes(
+                    try FieldSealing.sealedData(plaintext, with: zone.key, for: place, nonces: &nonces))
             }
         }
         return sealed

@@ -16,14 +16,18 @@ struct AssetUploadState: Sendable, Equatable {
     var url: URL?
     /// The upload's answer, with the receipt that attaches it to the record.
     var uploaded: Nimbus.Asset?
+    /// The encrypted-asset format the upload began in (kept with its URL): a resumed upload
+    /// continues in it, whatever the build that resumes it writes.
+    var format: UInt8?
 }
 
 /// The next step of an asset file's upload.
 enum AssetStep: Sendable, Equatable {
     /// Ask `assets/upload` for an upload URL (and keep it before sending a byte).
     case requestURL(AssetUploadKey)
-    /// Send the bytes; `resuming` when an earlier run may have sent some (ask the server first).
-    case upload(AssetUploadKey, url: URL, resuming: Bool)
+    /// Send the bytes; `resuming` when an earlier run may have sent some (ask the server first),
+    /// in the encrypted-asset `format` the upload began in.
+    case upload(AssetUploadKey, url: URL, resuming: Bool, format: UInt8? = nil)
     /// Uploaded: its receipt goes into the save.
     case ready(AssetUploadKey, Nimbus.Asset)
 }
@@ -58,7 +62,7 @@ enum AssetPlanner {
         localFiles(of: record).map { key in
             switch known[key] {
             case let state? where state.uploaded != nil: return .ready(key, state.uploaded!)
-            case let state? where state.url != nil: return .upload(key, url: state.url!, resuming: true)
+            case let state? where state.url != nil: return .upload(key, url: state.url!, resuming: true, format: state.format)
             default: return .requestURL(key)
             }
         }

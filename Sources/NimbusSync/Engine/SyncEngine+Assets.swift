@@ -44,8 +44,11 @@ extension SyncEngine {
                 switch step {
                 case .ready(let key, let asset):
                     uploads[key] = asset
-                case .upload(let key, let url, let resuming):
-                    wanted.append(PlannedUpload(key: key, url: url, resuming: resuming && !fresh.contains(key), recordType: record.recordType))
+                case .upload(let key, let url, let resuming, let format):
+                    wanted.append(
+                        PlannedUpload(
+                            key: key, url: url, resuming: resuming && !fresh.contains(key), format: format,
+                            recordType: record.recordType))
                 case .requestURL:
                     throw NimbusError(.internalError, "no upload URL was kept for an asset of \(record.id.recordName)")
                 }
@@ -83,6 +86,7 @@ extension SyncEngine {
         var key: AssetUploadKey
         var url: URL
         var resuming: Bool
+        var format: UInt8?
         var recordType: String
     }
 
@@ -102,7 +106,8 @@ extension SyncEngine {
                 group.addTask {
                     do {
                         let asset = try await self.upload(
-                            item.key, url: item.url, resuming: item.resuming, recordType: item.recordType, zone: zone)
+                            item.key, url: item.url, resuming: item.resuming, format: item.format, recordType: item.recordType,
+                            zone: zone)
                         return (index, .success(asset))
                     } catch let error as NimbusError where !error.isRetryable && error.code != .operationCancelled {
                         return (index, .failure(error))
@@ -141,20 +146,23 @@ extension SyncEngine {
         try await store.transaction { transaction in
             for (key, url) in zip(keys, kept) { try transaction.setUploadURL(url, zone: zone, key: key) }
         }
-        for (key, url) in zip(keys, urls) { known[key] = AssetUploadState(url: url) }
+        for (key, url) in zip(keys, urls) { known[key] = AssetUploadState(url: url, format: Nimbus.Database.currentAssetFormat) }
     }
 
     /// Uploads one file and keeps its answer. An upload URL that expired (or was used) is
     /// replaced by a new one once.
     private func upload(
-        _ key: AssetUploadKey, url: URL, resuming: Bool, recordType: String, zone: String
+        _ key: AssetUploadKey, url: URL, resuming: Bool, format: UInt8?, recordType: String, zone: String
     ) async throws -> Nimbus.Asset {
         let file = URL(fileURLWithPath: key.file)
         let report: @Sendable (TransferProgress) -> Void = { [weak self] progress in
             self?.emit(.assetProgress(SyncEvent.AssetTransfer(
                 direction: .upload, zone: zone, recordName: key.recordName, field: key.field, progress: progress)))
         }
-        let field = AssetField(recordName: key.recordName, recordType: recordType, field: key.field)
+        let fresh = AssetField(recordName: key.recordName, recordType: recordType, field: key.field)
+        var resumed = fresh
+        resumed.assetFormat = resuming ? format : nil
+        let field = resumed
         let asset: Nimbus.Asset
         do {
             asset = try await retrying {
@@ -164,9 +172,9 @@ extension SyncEngine {
         } catch let error as NimbusError where resuming && (error.code == .invalidArguments || error.code == .unknownItem) {
             var known: [AssetUploadKey: AssetUploadState] = [:]
             try await requestUploadURLs([(key, recordType)], zone: zone, into: &known)
-            guard let fresh = known[key]?.url else { throw error }
+            guard let url = known[key]?.url else { throw error }
             asset = try await retrying {
-                try await self.service.uploadAsset(file, for: field, zone: zone, to: fresh, resuming: false, progress: report)
+                try await self.service.uploadAsset(file, for: fresh, zone: zone, to: url, resuming: false, progress: report)
             }
         }
         try await store.transaction { try $0.setUploaded(asset, zone: zone, key: key) }

@@ -84,6 +84,9 @@ public struct AssetField: Sendable, Hashable {
     public var recordName: String
     public var recordType: String
     public var field: String
+    /// For an upload that resumes: the encrypted-asset format it began in, which the
+    /// engine keeps beside its upload URL (`nil`: the format this build writes).
+    public var assetFormat: UInt8?
 
     public init(recordName: String, recordType: String, field: String) {
         self.recordName = recordName
@@ -188,7 +191,8 @@ public struct DatabaseSyncService: SyncService {
             recordID: Nimbus.Record.ID(recordName: field.recordName, zoneID: zoneID), recordType: field.recordType,
             fieldName: field.field)
         return Nimbus.Asset(
-            serverValue: try await database.uploadAsset(file, for: slot, to: url, resuming: resuming, progress: progress))
+            serverValue: try await database.uploadAsset(
+                file, for: slot, to: url, resuming: resuming, format: field.assetFormat, progress: progress))
     }
 
     public func downloadAsset(

@@ -188,6 +188,15 @@ public final class LocalStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("sync-v6-asset-format") { db in
+            try db.execute(
+                sql: """
+                    -- The encrypted-asset format each upload began in: a resumed upload continues in it.
+                    -- The uploads kept before this column were begun in version 2.
+                    ALTER TABLE nimbus_asset_uploads ADD COLUMN format INTEGER;
+                    UPDATE nimbus_asset_uploads SET format = 2;
+                    """)
+        }
         return migrator
     }
 

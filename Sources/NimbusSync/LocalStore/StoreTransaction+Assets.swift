@@ -12,7 +12,7 @@ extension StoreTransaction {
         var result: [AssetUploadKey: AssetUploadState] = [:]
         for name in names {
             let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT field, file, url, uploaded FROM nimbus_asset_uploads WHERE zone = ? AND name = ?"),
+                db.cachedStatement(sql: "SELECT field, file, url, uploaded, format FROM nimbus_asset_uploads WHERE zone = ? AND name = ?"),
                 arguments: [zone, name])
             for row in rows {
                 let key = AssetUploadKey(recordName: name, field: row["field"], file: row["file"])
@@ -22,20 +22,22 @@ extension StoreTransaction {
                     else { throw NimbusError(.internalError, "a stored upload is not an asset") }
                     return asset
                 }
-                result[key] = AssetUploadState(url: (row["url"] as String?).flatMap(URL.init(string:)), uploaded: uploaded)
+                result[key] = AssetUploadState(
+                    url: (row["url"] as String?).flatMap(URL.init(string:)), uploaded: uploaded, format: row["format"])
             }
         }
         return result
     }
 
-    /// Keeps an upload URL for a file, before any of its bytes are sent.
+    /// Keeps an upload URL for a file, before any of its bytes are sent, with the
+    /// encrypted-asset format this build seals it in.
     func setUploadURL(_ url: URL, zone: String, key: AssetUploadKey) throws {
         try db.execute(
             sql: """
-                INSERT INTO nimbus_asset_uploads (zone, name, field, file, url) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(zone, name, field, file) DO UPDATE SET url = excluded.url, uploaded = NULL
+                INSERT INTO nimbus_asset_uploads (zone, name, field, file, url, format) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(zone, name, field, file) DO UPDATE SET url = excluded.url, format = excluded.format, uploaded = NULL
                 """,
-            arguments: [zone, key.recordName, key.field, key.file, url.absoluteString])
+            arguments: [zone, key.recordName, key.field, key.file, url.absoluteString, Nimbus.Database.currentAssetFormat])
     }
 
     /// Keeps an upload's answer (its receipt goes into the save).

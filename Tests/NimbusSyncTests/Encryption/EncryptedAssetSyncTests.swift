@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Nimbus
 import NimbusEngines
 import NimbusProtocol
@@ -22,6 +23,59 @@ struct EncryptedAssetSyncTests {
 
     static func device(_ harness: SyncHarness, _ name: String, webToken: String? = nil) throws -> (SyncEngine, Container) {
         try harness.encryptedEngine(name, configuration: configuration, webToken: webToken)
+    }
+
+    /// The app was killed halfway through an encrypted upload that an earlier build began (in
+    /// asset format 2, which the store's migration records for uploads kept before formats
+    /// were): after the update, the relaunched engine continues it in format 2, sending only
+    /// the rest, and the user's second device opens the photo. Continued in this build's own
+    /// format, the file would be half of each and open nowhere.
+    @Test func anUploadAnEarlierBuildBeganResumesInItsFormatAfterTheUpdate() async throws {
+        try await SyncHarness.with { harness in
+            var photo = [UInt8](repeating: 0, count: 1_000_000)
+            for index in photo.indices { photo[index] = UInt8(truncatingIfNeeded: index &* 2_654_435_761 >> 13) }
+            let file = URL(fileURLWithPath: "\(harness.directory)/older.jpg")
+            try FileManager.default.createDirectory(atPath: harness.directory, withIntermediateDirectories: true)
+            try Data(photo).write(to: file)
+            let stalling = StallingUploads(stallAt: 0.5)
+            let recovery: RecoveryKey
+            do {
+                let (a, phone, older) = try harness.encryptedDevice("A", configuration: Self.configuration, assetTransport: stalling)
+                recovery = try #require(try await phone.encryption!.setUp(in: phone))
+                older.sealAssets(inFormat: 2)
+                try await a.start()
+                try a.store.write { _, outbox in
+                    try outbox.save(LocalRecord(
+                        zoneName: Self.zone, recordName: "p1", recordType: "Photo",
+                        fields: ["photo": Nimbus.Asset(fileURL: file).fieldValue, "title": "Older"]))
+                }
+                let send = Task { try await a.sendChanges() }
+                try await stalling.waitUntilStalled()
+                stalling.kill()
+                _ = await send.result
+                #expect(try a.store.pendingCount() == 1)
+                // What the earlier build's row reads as once migrated.
+                try a.store.write { db, _ in try db.execute(sql: "UPDATE nimbus_asset_uploads SET format = 2") }
+            }
+
+            let counting = StallingUploads(stallAt: nil)
+            let (relaunched, _, service) = try harness.encryptedDevice(
+                "A", configuration: Self.configuration, assetTransport: counting)
+            try await relaunched.start()
+            #expect(try relaunched.store.pendingCount() == 0)
+            #expect(service.calls("uploadAsset:resuming") == 1)
+            #expect(service.askedAssetFormats == [2])
+            // Only the rest went out (its body, made by the SDK, is a file of its own).
+            #expect(counting.uploadedRanges.count == 1 && counting.uploadedRanges.first!.count < 600_000)
+
+            let (b, laptop) = try Self.device(harness, "B")
+            try await laptop.encryption!.restore(recoveryKey: recovery.text, in: laptop)
+            try await b.start()
+            try await b.fetchChanges()
+            let record = try #require(try b.store.record(zone: Self.zone, name: "p1"))
+            let onLaptop = try #require(try await b.assetFile(for: record, field: "photo"))
+            #expect(try Data(contentsOf: onLaptop) == Data(photo))
+        }
     }
 
     @Test(arguments: Engine.available)

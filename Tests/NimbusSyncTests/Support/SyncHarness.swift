@@ -22,6 +22,16 @@ final class FaultyService: SyncService {
         rng: SeededGenerator, calls: [String: Int], failures: [String: NimbusError], once: [String: NimbusError]
     )>
 
+    /// The encrypted-asset format every upload is sealed in (an older build's), and the ones the
+    /// engine asked for.
+    private let assetFormats = NIOLockedValueBox((forced: UInt8?.none, asked: [UInt8?]()))
+
+    /// Seals every later upload in asset format `format`, as a build that wrote it would.
+    func sealAssets(inFormat format: UInt8?) { assetFormats.withLockedValue { $0.forced = format } }
+
+    /// The format each upload was asked to continue in (`nil`: the build's own).
+    var askedAssetFormats: [UInt8?] { assetFormats.withLockedValue { $0.asked } }
+
     init(base: any SyncService, seed: UInt64, throttleRate: Double = 0, maxBatch: Int = .max) {
         self.base = base
         self.throttleRate = throttleRate
@@ -112,6 +122,11 @@ final class FaultyService: SyncService {
         progress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Nimbus.Asset {
         try enter(resuming ? "uploadAsset:resuming" : "uploadAsset")
+        var field = field
+        assetFormats.withLockedValue { formats in
+            formats.asked.append(field.assetFormat)
+            if let forced = formats.forced { field.assetFormat = forced }
+        }
         return try await base.uploadAsset(file, for: field, zone: zone, to: url, resuming: resuming, progress: progress)
     }
     func downloadAsset(
@@ -192,13 +207,22 @@ final class SyncHarness: ServerHarnessLayer {
     func encryptedEngine(
         _ name: String, configuration: SyncConfiguration, webToken: String? = nil
     ) throws -> (SyncEngine, Container) {
-        var container = container(device: name, webToken: webToken)
+        let (engine, container, _) = try encryptedDevice(name, configuration: configuration, webToken: webToken)
+        return (engine, container)
+    }
+
+    /// ``encryptedEngine(_:configuration:webToken:)`` with its service, which counts calls,
+    /// and an asset transport of the test's.
+    func encryptedDevice(
+        _ name: String, configuration: SyncConfiguration, webToken: String? = nil, assetTransport: (any AssetTransport)? = nil
+    ) throws -> (SyncEngine, Container, FaultyService) {
+        var container = container(device: name, webToken: webToken, assetTransport: assetTransport)
         container.encryption = EncryptionKeys(
             store: FileKeyStore(directory: URL(fileURLWithPath: "\(directory)/\(name)/keys")))
+        let service = FaultyService(base: DatabaseSyncService(database: container.privateCloudDatabase), seed: 1)
         let engine = SyncEngine(
-            service: DatabaseSyncService(database: container.privateCloudDatabase),
-            store: try LocalStore(path: storePath(name), clock: Self.noWaiting), configuration: configuration)
-        return (engine, container)
+            service: service, store: try LocalStore(path: storePath(name), clock: Self.noWaiting), configuration: configuration)
+        return (engine, container, service)
     }
 
     /// Runs `body` with a fresh harness on `engine` and always stops it (server, storage,

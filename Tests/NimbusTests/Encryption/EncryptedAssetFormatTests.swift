@@ -6,10 +6,10 @@ import NimbusProtocol
 import NimbusTestSupport
 import Testing
 
-/// The second asset format (a key per chunk, sealed as the upload sends it, opened as the
-/// download receives it) against a real server: several chunks, reads across their
-/// boundaries, uploads and downloads that resume, a file that changes while it is sealed, and
-/// files of the first format, which still open.
+/// The chunked asset formats (a key per chunk, sealed as the upload sends it, opened as the
+/// download receives it; version 3 written, version 2 read and resumed) against a real
+/// server: several chunks, reads across their boundaries, uploads and downloads that resume, a
+/// file that changes while it is sealed, and files of the first two formats, which still open.
 @Suite("Encrypted asset format")
 struct EncryptedAssetFormatTests {
     typealias Device = EncryptedValuesTests.Device
@@ -163,6 +163,43 @@ struct EncryptedAssetFormatTests {
             try await database.download(fetched, to: target)
             #expect(try Data(contentsOf: target) == plaintext)
             #expect(try await database.bytes(of: fetched, in: 65_000..<140_000) == plaintext[65_000..<140_000])
+        }
+    }
+
+    /// An upload an earlier build began in version 2, continued by this build after a cut:
+    /// it stays version 2 (the bytes the server holds remain part of the file), byte for byte,
+    /// and the saved record's asset opens, whole and by range.
+    @Test func anUploadBegunInTheSecondFormatResumesInItAndOpens() async throws {
+        try await LiveServer.with { live in
+            let cutting = CuttingAssetTransport(cutUploadsAt: 0.5)
+            let phone = try await Self.device(live, transport: cutting)
+            let database = phone.database
+            let (file, plaintext) = try EncryptedAssetTests.photo("MARKER-v2-resumed", count: 3 * Self.chunk + 100)
+            let id = Nimbus.Record.ID(recordName: "resumed", zoneID: Self.zone)
+            let slot = Database.AssetSlot(recordID: id, recordType: "Photo", fieldName: "photo")
+            let url = try #require(try await database.requestUploadURLs(for: [slot])[slot]?.first)
+            let singleFile = try await database.uploadAsset(file, for: slot, to: url, resuming: true, format: 2)
+            let layout = AssetChunks.Layout(plaintextSize: Int64(plaintext.count), version: 2)
+            let half = Int64(Double(layout.sealedSize) * 0.5)
+            #expect(cutting.uploadedRanges == [0..<half, 0..<layout.sealedSize - half])
+            var record = Nimbus.Record(recordType: "Photo", recordID: id)
+            record["photo"] = Nimbus.Asset(serverValueForTest: singleFile)
+            _ = try await database.save(record)
+            let fetched = try #require(try await database.record(for: id)["photo"] as Nimbus.Asset?)
+            let (zoneKey, _) = try await database.encryptionKeys().sealingKey(for: Self.zone, in: database)
+            let (sealed, _) = try AssetChunks.seal(Array(plaintext), secrets: AssetChunks.Secrets(zoneKey: zoneKey, version: 2))
+            let blob = try Data(contentsOf: URL(fileURLWithPath: try EncryptedAssetTests.blobFile(live, fetched)))
+            #expect(blob == Data(sealed))
+            let target = EncryptedAssetTests.temporaryFile()
+            try await database.download(fetched, to: target)
+            #expect(try Data(contentsOf: target) == plaintext)
+            let range = Int64(Self.chunk - 10)..<Int64(2 * Self.chunk + 10)
+            #expect(try await database.bytes(of: fetched, in: range) == plaintext[Int(range.lowerBound)..<Int(range.upperBound)])
+            // A format this build cannot continue is refused before a byte is sent.
+            let error = try await #require(throws: NimbusError.self) {
+                _ = try await database.uploadAsset(file, for: slot, to: url, resuming: true, format: 1)
+            }
+            #expect(error.code == .invalidArguments, "\(error)")
         }
     }
 }
