@@ -106,7 +106,7 @@ extension Database {
     ) {
         enum Item { case save(Record), delete(Record.ID) }
         let uploaded = try await sealed(
-            try await uploadingAssets(of: recordsToSave, policy: savePolicy, progress: assetProgress))
+            try await uploadingAssets(of: recordsToSave, policy: savePolicy, progress: assetProgress), policy: savePolicy)
         // What is sent carries the receipts; results and errors name the records as given.
         let outgoing = Dictionary(zip(recordsToSave.map(\.id), uploaded), uniquingKeysWith: { _, last in last })
         var items: [Item] = recordsToSave.map(Item.save)

@@ -3,12 +3,14 @@ import NimbusCrypto
 import NimbusProtocol
 
 extension Database {
-    /// `records` with the values of their ``Record/encryptedKeys`` sealed with their zones'
-    /// keys (as `ENCRYPTED_BYTES`), ready to send; records without encrypted fields as given.
+    /// `records` with the values of their ``Record/encryptedKeys`` that a save under `policy`
+    /// sends sealed with their zones' keys (as `ENCRYPTED_BYTES`), ready to send; records
+    /// without encrypted fields to send as given (an encrypted field the save does not send is
+    /// not sealed: its value stays the app's).
     /// - Throws: ``NimbusError/Code/invalidArguments`` for encrypted fields in the public
     ///   database or holding a reference; ``NimbusError/Code/encryptionKeysMissing`` without
     ///   ``Container/encryption`` or its keys.
-    func sealed(_ records: [Record]) async throws -> [Record] {
+    func sealed(_ records: [Record], policy: SavePolicy) async throws -> [Record] {
         guard records.contains(where: { record in record.encryptedKeys.contains { record.values[$0] != nil } }) else {
             return records
         }
@@ -19,20 +21,20 @@ extension Database {
         let keys = try encryptionKeys()
         // One key lookup per zone, not per record.
         var found: [ZoneID: SealingKey] = [:]
-        for record in records where !Self.sealableFields(of: record).isEmpty && found[record.id.zoneID] == nil {
+        for record in records where !Self.sealableFields(of: record, policy: policy).isEmpty && found[record.id.zoneID] == nil {
             let (key, owner) = try await keys.sealingKey(for: record.id.zoneID, in: self)
             found[record.id.zoneID] = SealingKey(key: key, owner: owner)
         }
         // Sealing is CPU alone: a large batch is sealed in slices, one per core, while the
         // order of the records is kept.
         let (container, zoneKeys) = (container.identifier, found)
-        let lanes = min(ProcessInfo.processInfo.activeProcessorCount, records.count / Self.recordsPerSealingLane)
-        guard lanes > 1 else { return try Self.seal(records[...], zoneKeys, container: container) }
+        let lanes = min(Self.cores, records.count / Self.recordsPerSealingLane)
+        guard lanes > 1 else { return try Self.seal(records[...], zoneKeys, container: container, policy: policy) }
         let size = (records.count + lanes - 1) / lanes
         return try await withThrowingTaskGroup(of: (Int, [Record]).self) { group in
             for lane in 0..<lanes {
                 let slice = records[min(records.count, lane * size)..<min(records.count, (lane + 1) * size)]
-                group.addTask { (lane, try Self.seal(slice, zoneKeys, container: container)) }
+                group.addTask { (lane, try Self.seal(slice, zoneKeys, container: container, policy: policy)) }
             }
             var slices = [[Record]](repeating: [], count: lanes)
             for try await (lane, sealed) in group { slices[lane] = sealed }
@@ -43,24 +45,32 @@ extension Database {
     /// Below this many records a lane, a batch is sealed on the calling task alone.
     static let recordsPerSealingLane = 32
 
+    /// The cores sealing may use, read once (Foundation reads them from the system at each
+    /// ask: on Linux about 150 µs, as long as a single save's sealing).
+    static let cores = ProcessInfo.processInfo.activeProcessorCount
+
     /// The key a zone's new values are sealed with, and the zone's owner.
     struct SealingKey: Sendable {
         var key: ZoneKey
         var owner: String
     }
 
-    /// The encrypted fields of `record` that are sealed as values (assets are encrypted as
-    /// files, Database+AssetEncryption, and their fields stay `ASSET`), in name order.
-    static func sealableFields(of record: Record) -> [String] {
-        record.encryptedKeys.filter { record.values[$0].map { $0.sdkAssets.isEmpty } ?? false }.sorted()
+    /// The encrypted fields of `record` that a save under `policy` sends and that are sealed
+    /// as values (assets are encrypted as files, Database+AssetEncryption, and their fields
+    /// stay `ASSET`), in name order.
+    static func sealableFields(of record: Record, policy: SavePolicy) -> [String] {
+        let sent = record.saveOperation(policy: policy).fields
+        return record.encryptedKeys.filter { sent[$0].map { $0.sdkAssets.isEmpty } ?? false }.sorted()
     }
 
     /// `records` with their sealable fields sealed with their zones' keys in `zoneKeys`.
-    static func seal(_ records: ArraySlice<Record>, _ zoneKeys: [ZoneID: SealingKey], container: String) throws -> [Record] {
+    static func seal(
+        _ records: ArraySlice<Record>, _ zoneKeys: [ZoneID: SealingKey], container: String, policy: SavePolicy
+    ) throws -> [Record] {
         var sealed = Array(records)
         var nonces = RandomNonces()
         for index in sealed.indices {
-            let fields = sealableFields(of: sealed[index])
+            let fields = sealableFields(of: sealed[index], policy: policy)
             guard !fields.isEmpty, let zone = zoneKeys[sealed[index].id.zoneID] else { continue }
             let id = sealed[index].id
             for field in fields {

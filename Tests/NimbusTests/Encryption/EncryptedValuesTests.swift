@@ -101,12 +101,19 @@ struct EncryptedValuesTests {
                 inZoneWith: Self.zone)
             #expect(try query.matchResults.first?.1.get().encryptedValues["body"] as String? == "MARKER-secret-body")
 
-            // An update re-seals what changed; the server still holds no plaintext.
+            // An update re-seals what changed, and only that: the fields it does not send keep
+            // their envelopes on the server, and come back opened; the server still holds no
+            // plaintext.
             var edited = fetched
             edited.encryptedValues["body"] = "MARKER-edited"
             let updated = try await phone.database.save(edited)
             #expect(updated.encryptedValues["body"] as String? == "MARKER-edited")
-            #expect(try await Self.rawFields(live, phone, "e1")?.serialized().contains("MARKER") == false)
+            #expect(updated.encryptedValues["mood"] as Int64? == 3)
+            #expect(updated.encryptedValues["tags"] as [String]? == ["private", "travel"])
+            let after = try #require(try await Self.rawFields(live, phone, "e1"))
+            #expect(!after.serialized().contains("MARKER"))
+            #expect(after["body"] != fields["body"])
+            #expect(after["mood"] == fields["mood"] && after["tags"] == fields["tags"])
 
             // A new device of the same user reads nothing until enrolled by the recovery key.
             let laptop = try await Self.device(live, user: "alice")
