@@ -11,7 +11,7 @@ import Darwin
 
 /// Fresh random 96-bit AES-GCM nonces for a batch of sealings, read from the operating
 /// system's random source 21 at a time: one `getentropy` call of 252 bytes where
-/// `AES.GCM.Nonce()` makes two system calls per nonce. Every nonce is still 12 bytes the
+/// `AES.GCM.Nonce()` makes two system calls per nonce (on Linux). Every nonce is still 12 bytes the
 /// operating system drew at random for it, none used twice; only the reads are fewer.
 ///
 /// Made for one batch and dropped after it (never kept across a `fork`, which would copy the
@@ -44,12 +44,16 @@ public struct RandomNonces {
         }
     }
 
-    /// `bytes` drawn at random by the operating system.
+    /// `bytes` drawn at random by the operating system (on Apple platforms by
+    /// `arc4random_buf`, the source the standard library's `SystemRandomNumberGenerator` uses
+    /// there).
     private static func fill(_ bytes: inout [UInt8]) {
-        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+        #if canImport(Glibc) || canImport(Musl)
         let status = bytes.withUnsafeMutableBytes { getentropy($0.baseAddress, $0.count) }
         // getentropy fails only for more than 256 bytes or a bad address; neither can happen.
         precondition(status == 0, "getentropy failed (errno \(errno))")
+        #elseif canImport(Darwin)
+        bytes.withUnsafeMutableBytes { arc4random_buf($0.baseAddress, $0.count) }
         #else
         var generator = SystemRandomNumberGenerator()
         for index in bytes.indices { bytes[index] = generator.next() }
