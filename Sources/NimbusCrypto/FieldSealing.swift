@@ -58,16 +58,17 @@ public enum FieldSealing {
         var aad = place.binding
         aad.append(key.id)
         let box = try AES.GCM.seal(plaintext, using: key.key, nonce: nonces.next(), authenticating: aad.bytes)
-        var envelope = Data(capacity: overhead + plaintext.count)
-        envelope.append(version)
-        envelope.append(contentsOf: key.id)
         // `combined` is nonce ‖ ciphertext ‖ tag (a 12-byte nonce, as here, always has it).
-        if let combined = box.combined {
-            envelope.append(combined)
-        } else {
-            envelope.append(contentsOf: box.nonce)
-            envelope.append(box.ciphertext)
-            envelope.append(box.tag)
+        let combined = box.combined ?? Data(box.nonce) + box.ciphertext + box.tag
+        // One buffer of the final size, filled by two copies (appends to `Data` cost more
+        // than the encryption of a small value).
+        var envelope = Data(count: 1 + ZoneKey.idByteCount + combined.count)
+        envelope.withUnsafeMutableBytes { out in
+            out[0] = version
+            UnsafeMutableRawBufferPointer(rebasing: out[1..<(1 + ZoneKey.idByteCount)]).copyBytes(from: key.id)
+            combined.withUnsafeBytes { sealed in
+                UnsafeMutableRawBufferPointer(rebasing: out[(1 + ZoneKey.idByteCount)...]).copyMemory(from: sealed)
+            }
         }
         return envelope
     }

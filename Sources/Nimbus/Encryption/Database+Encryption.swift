@@ -19,9 +19,11 @@ extension Database {
                 .invalidArguments, "the public database holds no encrypted fields (as in CloudKit): use a private zone")
         }
         let keys = try encryptionKeys()
+        // What each save sends of its encrypted fields, worked out once.
+        let fields = records.map { Self.sealableFields(of: $0, policy: policy) }
         // One key lookup per zone, not per record.
         var found: [ZoneID: SealingKey] = [:]
-        for record in records where !Self.sealableFields(of: record, policy: policy).isEmpty && found[record.id.zoneID] == nil {
+        for (record, sent) in zip(records, fields) where !sent.isEmpty && found[record.id.zoneID] == nil {
             let (key, owner) = try await keys.sealingKey(for: record.id.zoneID, in: self)
             found[record.id.zoneID] = SealingKey(key: key, owner: owner)
         }
@@ -29,12 +31,13 @@ extension Database {
         // order of the records is kept.
         let (container, zoneKeys) = (container.identifier, found)
         let lanes = min(Self.cores, records.count / Self.recordsPerSealingLane)
-        guard lanes > 1 else { return try Self.seal(records[...], zoneKeys, container: container, policy: policy) }
+        guard lanes > 1 else { return try Self.seal(records[...], fields: fields[...], zoneKeys, container: container) }
         let size = (records.count + lanes - 1) / lanes
         return try await withThrowingTaskGroup(of: (Int, [Record]).self) { group in
             for lane in 0..<lanes {
-                let slice = records[min(records.count, lane * size)..<min(records.count, (lane + 1) * size)]
-                group.addTask { (lane, try Self.seal(slice, zoneKeys, container: container, policy: policy)) }
+                let range = min(records.count, lane * size)..<min(records.count, (lane + 1) * size)
+                let (slice, sent) = (records[range], fields[range])
+                group.addTask { (lane, try Self.seal(slice, fields: sent, zoneKeys, container: container)) }
             }
             var slices = [[Record]](repeating: [], count: lanes)
             for try await (lane, sealed) in group { slices[lane] = sealed }
@@ -63,14 +66,14 @@ extension Database {
         return record.encryptedKeys.filter { sent[$0].map { $0.sdkAssets.isEmpty } ?? false }.sorted()
     }
 
-    /// `records` with their sealable fields sealed with their zones' keys in `zoneKeys`.
+    /// `records` with `fields` (their ``sealableFields(of:policy:)``, in the same order)
+    /// sealed with their zones' keys in `zoneKeys`.
     static func seal(
-        _ records: ArraySlice<Record>, _ zoneKeys: [ZoneID: SealingKey], container: String, policy: SavePolicy
+        _ records: ArraySlice<Record>, fields sealable: ArraySlice<[String]>, _ zoneKeys: [ZoneID: SealingKey], container: String
     ) throws -> [Record] {
         var sealed = Array(records)
         var nonces = RandomNonces()
-        for index in sealed.indices {
-            let fields = sealableFields(of: sealed[index], policy: policy)
+        for (index, fields) in zip(sealed.indices, sealable) {
             guard !fields.isEmpty, let zone = zoneKeys[sealed[index].id.zoneID] else { continue }
             let id = sealed[index].id
             for field in fields {
