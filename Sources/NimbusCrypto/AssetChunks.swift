@@ -116,11 +116,6 @@ public enum AssetChunks {
 
         /// The header the ciphertext starts with.
         public var header: [UInt8] { [version] + bigEndian(UInt32(chunkSize)) }
-
-        /// The same file's layout in another version.
-        public func inVersion(_ version: UInt8) -> Layout {
-            Layout(plaintextSize: plaintextSize, chunkSize: chunkSize, version: version)
-        }
     }
 
     /// The version and chunk size a ciphertext's first bytes declare (version 1:
@@ -158,7 +153,7 @@ public enum AssetChunks {
     /// associated data.
     static func chunkTag(_ chunk: some DataProtocol, index: Int, key: SymmetricKey) -> Data {
         do {
-            let nonce = try AES.GCM._SIV.Nonce(data: [0, 0, 0, 0] + bigEndian(UInt64(index)))
+            let nonce = try AES.GCM._SIV.Nonce(data: nonceBytes(index))
             return try AES.GCM._SIV.seal([UInt8](), using: key, nonce: nonce, authenticating: chunk).tag
         } catch {
             // Only a key of another size or a nonce of another length fail, and neither can.
@@ -272,7 +267,12 @@ public enum AssetChunks {
     }
 
     private static func nonce(_ index: Int) throws -> AES.GCM.Nonce {
-        try AES.GCM.Nonce(data: [0, 0, 0, 0] + bigEndian(UInt64(index)))
+        try AES.GCM.Nonce(data: nonceBytes(index))
+    }
+
+    /// Chunk `index`'s nonce, `0⁴ ‖ i`: its AES-GCM seal's, and in version 3 its tag's.
+    private static func nonceBytes(_ index: Int) -> [UInt8] {
+        [0, 0, 0, 0] + bigEndian(UInt64(index))
     }
 
     private static func aad(_ version: UInt8, _ chunkSize: Int, _ index: Int, _ final: Bool) -> [UInt8] {
