@@ -4,9 +4,10 @@
 struct Binding {
     private(set) var bytes: [UInt8]
 
-    init(_ label: String, _ parts: [String]) {
+    /// The binding of `parts` under `label`, with `room` bytes to spare for parts appended later.
+    init(_ label: String, _ parts: [String], room: Int = 32) {
         bytes = []
-        bytes.reserveCapacity(parts.reduce(label.utf8.count + 4 * (parts.count + 2) + 32) { $0 + $1.utf8.count })
+        bytes.reserveCapacity(parts.reduce(label.utf8.count + 4 * (parts.count + 2) + room) { $0 + $1.utf8.count })
         append(label.utf8)
         for part in parts { append(part.utf8) }
     }

@@ -20,7 +20,31 @@ public struct FieldPlace: Sendable, Hashable {
         self.fieldName = fieldName
     }
 
-    var binding: Binding { Binding("nimbus.field.v1", [container, zoneName, ownerRecordName, recordName, fieldName]) }
+    var binding: Binding { RecordFieldPlaces(self).prefix.appending(Array(fieldName.utf8)) }
+}
+
+/// The places of one record's fields, for sealing many of them: the record's part of their
+/// binding is built once (a field's binding is that part and its name, as ``FieldPlace``'s).
+package struct RecordFieldPlaces: Sendable {
+    let prefix: Binding
+
+    package init(container: String, zoneName: String, ownerRecordName: String, recordName: String) {
+        prefix = Binding("nimbus.field.v1", [container, zoneName, ownerRecordName, recordName], room: 64)
+    }
+
+    init(_ place: FieldPlace) {
+        self.init(
+            container: place.container, zoneName: place.zoneName, ownerRecordName: place.ownerRecordName,
+            recordName: place.recordName)
+    }
+
+    /// The additional authenticated data of `field`'s values sealed with the key `keyID`.
+    func authenticatedData(of field: String, keyID: [UInt8]) -> [UInt8] {
+        var binding = prefix
+        binding.append(field.utf8)
+        binding.append(keyID)
+        return binding.bytes
+    }
 }
 
 /// Seals and opens the values of encrypted fields (`encryptedValues`): AES-256-GCM with the
@@ -55,9 +79,15 @@ public enum FieldSealing {
     public static func sealedData(
         _ plaintext: [UInt8], with key: ZoneKey, for place: FieldPlace, nonces: inout RandomNonces
     ) throws -> Data {
-        var aad = place.binding
-        aad.append(key.id)
-        let box = try AES.GCM.seal(plaintext, using: key.key, nonce: nonces.next(), authenticating: aad.bytes)
+        try sealedData(plaintext, with: key, field: place.fieldName, of: RecordFieldPlaces(place), nonces: &nonces)
+    }
+
+    /// ``sealedData(_:with:for:nonces:)`` for `field` of the record whose places are `places`.
+    package static func sealedData(
+        _ plaintext: [UInt8], with key: ZoneKey, field: String, of places: RecordFieldPlaces, nonces: inout RandomNonces
+    ) throws -> Data {
+        let aad = places.authenticatedData(of: field, keyID: key.id)
+        let box = try AES.GCM.seal(plaintext, using: key.key, nonce: nonces.next(), authenticating: aad)
         // `combined` is nonce ‖ ciphertext ‖ tag (a 12-byte nonce, as here, always has it).
         let combined = box.combined ?? Data(box.nonce) + box.ciphertext + box.tag
         // One buffer of the final size, filled by two copies (appends to `Data` cost more

@@ -354,7 +354,9 @@ extension Database {
     /// Checks that each encrypted asset of `record` was wrapped for this record and field (a
     /// server that moved an asset dictionary from another record or field is caught).
     func checkAssetPlaces(of record: Record) async throws(NimbusError) {
-        guard scope != .public, let keys = container.encryption else { return }
+        guard scope != .public, let keys = container.encryption,
+            record.values.values.contains(where: { $0.sdkAssets.contains(where: \.isEncrypted) })
+        else { return }
         for (field, value) in record.values.sorted(by: { $0.key < $1.key }) {
             for asset in value.sdkAssets where asset.isEncrypted {
                 let wrapped = try Self.wrappedKey(of: asset)

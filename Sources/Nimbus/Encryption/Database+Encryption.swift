@@ -76,13 +76,12 @@ extension Database {
         for (index, fields) in zip(sealed.indices, sealable) {
             guard !fields.isEmpty, let zone = zoneKeys[sealed[index].id.zoneID] else { continue }
             let id = sealed[index].id
+            let places = RecordFieldPlaces(
+                container: container, zoneName: id.zoneID.zoneName, ownerRecordName: zone.owner, recordName: id.recordName)
             for field in fields {
                 let plaintext = try EncryptedFieldCoding.plaintext(of: sealed[index].values[field]!, field: field)
-                let place = FieldPlace(
-                    container: container, zoneName: id.zoneID.zoneName, ownerRecordName: zone.owner,
-                    recordName: id.recordName, fieldName: field)
                 sealed[index].values[field] = .encryptedBytes(
-                    try FieldSealing.sealedData(plaintext, with: zone.key, for: place, nonces: &nonces))
+                    try FieldSealing.sealedData(plaintext, with: zone.key, field: field, of: places, nonces: &nonces))
             }
         }
         return sealed
@@ -146,12 +145,26 @@ extension Database {
         _ result: Result<Record, NimbusError>, answering original: Record, sent: Record?
     ) async -> Result<Record, NimbusError> {
         guard case .success(var record) = result, let sent, record.id == original.id else { return await opened(result) }
-        for (field, value) in record.values {
-            guard case .encryptedBytes(let envelope) = value, case .encryptedBytes(let mine)? = sent.values[field],
+        // The values are taken out while they change, so that they change in place.
+        var values = record.values
+        record.values = [:]
+        var echoed: [String] = []
+        for (field, mine) in sent.values {
+            guard case .encryptedBytes(let mine) = mine, case .encryptedBytes(let envelope)? = values[field],
                 envelope == mine, let plain = original.values[field]
             else { continue }
-            record.values[field] = plain
-            record.encryptedKeys.insert(field)
+            values[field] = plain
+            echoed.append(field)
+        }
+        record.values = values
+        // Where every encrypted field the app set came back as sent, the record's marks are
+        // the app's own (no new set is built).
+        if echoed.count == original.encryptedKeys.count, record.encryptedKeys.isEmpty,
+            echoed.allSatisfy(original.encryptedKeys.contains)
+        {
+            record.encryptedKeys = original.encryptedKeys
+        } else {
+            record.encryptedKeys.formUnion(echoed)
         }
         return await opened(.success(record))
     }

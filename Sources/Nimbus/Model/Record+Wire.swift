@@ -35,8 +35,9 @@ extension Record {
 
     /// What a save of this record sends under `policy`: the `operationType` and the fields.
     func saveOperation(policy: SavePolicy) -> (operationType: String, fields: [String: FieldValue], sendsTag: Bool) {
-        let removesKeys = originalValues.keys.contains { values[$0] == nil }
-        let changed = values.filter { originalValues[$0.key] != nil }
+        // Worked out only where the policy asks (a new record's save sends its values as they are).
+        var removesKeys: Bool { originalValues.keys.contains { values[$0] == nil } }
+        var changed: [String: FieldValue] { values.filter { originalValues[$0.key] != nil } }
         switch policy {
         case .ifServerRecordUnchanged:
             if !isSaved { return ("create", values, false) }
