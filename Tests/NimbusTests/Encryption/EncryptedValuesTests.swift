@@ -224,6 +224,57 @@ struct EncryptedValuesTests {
         }
     }
 
+    /// Forwards to the real server and answers every save with `field` swapped for a plain
+    /// string: what a hostile server (or anything between) could send back.
+    final class SwappingTransport: Transport, Sendable {
+        let inner = HTTPClientTransport()
+        let field: String
+
+        init(field: String) { self.field = field }
+
+        func send(_ request: TransportRequest) async throws -> TransportResponse {
+            var response = try await inner.send(request)
+            guard request.url.path.hasSuffix("records/modify"), case .object(var answer) = try JSON.parse(Array(response.body)),
+                case .array(let records) = answer["records"]
+            else { return response }
+            answer["records"] = .array(
+                records.map { record in
+                    guard case .object(var members) = record, case .object(var fields) = members["fields"] else { return record }
+                    fields[field] = ["value": "INJECTED", "type": "STRING"]
+                    members["fields"] = .object(fields)
+                    return .object(members)
+                })
+            response.body = Data(JSON.object(answer).serializedBytes())
+            return response
+        }
+    }
+
+    /// A save's answer puts the app's own values back only where the envelope came back as
+    /// sent: a field the answer gives in clear is not marked encrypted (it reads through the
+    /// record's subscript, never through `encryptedValues`), and the fields that did come back
+    /// as sent keep their values and marks.
+    @Test func aSavesAnswerMarksEncryptedOnlyTheEnvelopesThatCameBackAsSent() async throws {
+        try await LiveServer.with { live in
+            let phone = try await Self.device(live, user: "alice")
+            try await phone.container.encryption!.setUp(in: phone.container)
+            try await phone.database.save(RecordZone(zoneID: Self.zone))
+            var swapped = Container(
+                identifier: LiveServer.containerID, baseURL: live.baseURL,
+                credentials: .apiToken(live.apiToken, webAuthToken: phone.token), transport: SwappingTransport(field: "body"))
+            swapped.encryption = phone.container.encryption
+            let saved = try await swapped.privateCloudDatabase.save(Self.entry("e-swap", body: "MARKER-body"))
+            #expect(saved.encryptedKeys == ["mood", "tags"])
+            #expect(saved.encryptedValues["body"] as String? == nil)
+            #expect(saved["body"] as String? == "INJECTED")
+            #expect(saved.encryptedValues["mood"] as Int64? == 3)
+            #expect(saved.encryptedValues["tags"] as [String]? == ["private", "travel"])
+            // The server itself holds what the device sent.
+            let fetched = try await phone.database.record(for: saved.id)
+            #expect(fetched.encryptedValues["body"] as String? == "MARKER-body")
+            #expect(fetched.encryptedKeys == ["body", "mood", "tags"])
+        }
+    }
+
     @Test func conflictsCarryTheOpenedServerRecordForTheMerge() async throws {
         try await LiveServer.with { live in
             let phone = try await Self.device(live, user: "alice")
