@@ -160,9 +160,8 @@ extension SyncEngine {
                 direction: .upload, zone: zone, recordName: key.recordName, field: key.field, progress: progress)))
         }
         let fresh = AssetField(recordName: key.recordName, recordType: recordType, field: key.field)
-        var resumed = fresh
-        resumed.assetFormat = resuming ? format : nil
-        let field = resumed
+        let field = AssetField(
+            recordName: key.recordName, recordType: recordType, field: key.field, assetFormat: resuming ? format : nil)
         let asset: Nimbus.Asset
         do {
             asset = try await retrying {

@@ -88,10 +88,11 @@ public struct AssetField: Sendable, Hashable {
     /// engine keeps beside its upload URL (`nil`: the format this build writes).
     public var assetFormat: UInt8?
 
-    public init(recordName: String, recordType: String, field: String) {
+    public init(recordName: String, recordType: String, field: String, assetFormat: UInt8? = nil) {
         self.recordName = recordName
         self.recordType = recordType
         self.field = field
+        self.assetFormat = assetFormat
     }
 }
 
