@@ -1,3 +1,4 @@
+import Foundation
 import NimbusProtocol
 
 /// One page of a zone's record changes since a token.
@@ -78,13 +79,43 @@ extension Database {
         inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
         resultsLimit: Int? = nil, countingRemaining: Bool = false
     ) async throws -> RecordZoneChanges {
+        try await recordZoneChangesAnswer(
+            inZoneWith: zoneID, since: token, desiredKeys: desiredKeys, resultsLimit: resultsLimit,
+            countingRemaining: countingRemaining
+        ).read()
+    }
+
+    /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:countingRemaining:)`` in
+    /// two steps: the server's answer, with the next page's token when it can be found
+    /// without reading the records (``RecordZoneChangesAnswer/nextTokenHint``), then
+    /// ``RecordZoneChangesAnswer/read()``. A client that reads the feed ahead asks for the next
+    /// page before it reads this one.
+    ///
+    /// ```swift
+    /// let answer = try await database.recordZoneChangesAnswer(inZoneWith: zone, since: token)
+    /// let ahead = answer.nextTokenHint.map { hint in
+    ///     Task { try await database.recordZoneChangesAnswer(inZoneWith: zone, since: hint) }
+    /// }
+    /// let page = try await answer.read()
+    /// // Use `ahead` only when the hint was the page's token; drop it otherwise.
+    /// if page.changeToken != answer.nextTokenHint { ahead?.cancel() }
+    /// ```
+    public func recordZoneChangesAnswer(
+        inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
+        resultsLimit: Int? = nil, countingRemaining: Bool = false
+    ) async throws -> RecordZoneChangesAnswer {
         var body: [String: JSON] = ["zoneID": zoneID.wireJSON]
         if countingRemaining { body["countRemaining"] = true }
         if let token { body["syncToken"] = .string(token.rawValue) }
         if let desiredKeys { body["desiredKeys"] = .array(desiredKeys.map(JSON.string)) }
         if let resultsLimit { body["resultsLimit"] = .int(resultsLimit) }
         let answer = try await sendForBody("records/changes", body: .object(body), zoneID: zoneID)
-        // The common answer (live records only) is read without a JSON tree of the records.
+        return RecordZoneChangesAnswer(answer, zoneID: zoneID, database: self)
+    }
+
+    /// The page in a server's `records/changes` answer: the records read (without a JSON tree
+    /// for the common answer of live records only) and their encrypted fields opened.
+    func readRecordZoneChanges(_ answer: Data, zoneID: ZoneID) async throws -> RecordZoneChanges {
         var changes: RecordZoneChanges
         if let page = ChangeFeedPage.parse(answer) {
             changes = try Self.recordZoneChanges(from: page, zoneID: zoneID)

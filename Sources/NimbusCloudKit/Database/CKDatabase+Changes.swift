@@ -60,6 +60,15 @@ extension CKDatabase {
             try await database.recordZoneChanges(
                 inZoneWith: zoneID.nimbus, since: changeToken?.token, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
         }
+        return await Self.zoneChanges(page, of: database)
+    }
+
+    /// A Nimbus page as ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``
+    /// returns it (assets the app's records hold are downloaded).
+    static func zoneChanges(_ page: RecordZoneChanges, of database: Database) async -> (
+        modificationResultsByID: [CKRecord.ID: Result<RecordZoneChange.Modification, any Error>],
+        deletions: [RecordZoneChange.Deletion], changeToken: CKServerChangeToken, moreComing: Bool
+    ) {
         var modifications: [CKRecord.ID: Result<RecordZoneChange.Modification, any Error>] = [:]
         for record in page.modifications {
             let downloaded = await database.downloadingAssets(of: record)

@@ -70,39 +70,32 @@ extension CKSyncEngine {
     /// Fetches one zone's pages; a failure ends the zone's fetch and is reported in its
     /// `didFetchRecordZoneChanges` (the zone stays unfetched, to try again next time).
     ///
-    /// The next page is requested while the delegate handles this one (its token is known
-    /// before): it is used only if the zone's stored token is still the one it was asked
-    /// with when the loop comes round, and cancelled when the fetch ends otherwise.
+    /// The zone's pages are read ahead while the delegate handles this one
+    /// (``FeedReadAhead``): they are used only if the zone's stored token is still the one
+    /// the feed went on from when the loop comes round; otherwise the feed starts again from
+    /// the stored token.
     private func fetchZone(_ zoneID: CKRecordZone.ID) async {
         await emit(.willFetchRecordZoneChanges(.init(zoneID: zoneID)))
         var failure: CKError?
-        var prefetched: (token: String, task: Task<ZoneChangesPage, any Error>)?
-        defer { prefetched?.task.cancel() }
+        var feed: (from: String?, pages: FeedReadAhead<ZoneChangesPage>)?
+        defer { feed?.pages.cancel() }
         do {
             while true {
                 try Task.checkCancellation()
                 let stored = state.data.current.zoneTokens[zoneID.storageKey]
-                let token = stored.map { CKServerChangeToken(ServerChangeToken(rawValue: $0)) }
                 let page: ZoneChangesPage
                 do {
-                    if let next = prefetched, next.token == stored {
-                        prefetched = nil
-                        page = try await next.task.value
-                    } else {
-                        prefetched?.task.cancel()
-                        prefetched = nil
-                        page = try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
+                    if feed == nil || feed?.from != stored {
+                        feed?.pages.cancel()
+                        feed = (stored, try readAhead(zoneID, from: stored.map { ServerChangeToken(rawValue: $0) }))
                     }
-                } catch let error as CKError where error.code == .changeTokenExpired && token != nil {
+                    guard let next = try await feed?.pages.next() else { break }
+                    page = next
+                    feed?.from = page.changeToken.token.rawValue
+                } catch let error as CKError where error.code == .changeTokenExpired && stored != nil {
+                    feed = nil
                     state.data.withLock { $0.zoneTokens[zoneID.storageKey] = nil }
                     continue
-                }
-                if page.moreComing {
-                    let database = self.database
-                    let next = page.changeToken
-                    prefetched = (
-                        next.token.rawValue, Task { try await database.recordZoneChanges(inZoneWith: zoneID, since: next) }
-                    )
                 }
                 let modifications = page.modificationResultsByID.values.compactMap { try? $0.get() }
                     .sorted { $0.recordID.recordName < $1.recordID.recordName }
@@ -127,5 +120,22 @@ extension CKSyncEngine {
             }
         }
         await emit(.didFetchRecordZoneChanges(.init(zoneID: zoneID, error: failure)))
+    }
+
+    /// The zone's pages from `token`, as ``CKDatabase/recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``
+    /// returns them.
+    private func readAhead(_ zoneID: CKRecordZone.ID, from token: ServerChangeToken?) throws(CKError)
+        -> FeedReadAhead<ZoneChangesPage>
+    {
+        let database = try self.database.configured()
+        return FeedReadAhead(
+            from: token,
+            request: { token, _ in
+                try await mappingErrors { try await database.recordZoneChangesAnswer(inZoneWith: zoneID.nimbus, since: token) }
+            },
+            read: { answer in
+                await CKDatabase.zoneChanges(try await mappingErrors { try await answer.read() }, of: database)
+            },
+            next: { $0.moreComing ? $0.changeToken.token : nil })
     }
 }

@@ -76,31 +76,22 @@ extension SyncEngine {
         // records does not hold a million names.
         let unconfirmed = try await store.reading { Set(try $0.copyNames(zone: zone, onlyUnconfirmed: true)) }
         var progress = FetchProgress(zone: zone, started: clock.now())
-        // The first page of the fetch (and of a fetch started over) asks how many follow it.
-        var counting = true
-        // The next page is requested while this one is applied (its token is known before).
-        var prefetched: Task<RecordZoneChanges, any Error>?
-        defer { prefetched?.cancel() }
+        // Pages are read ahead of the apply (``FeedReadAhead``); the first page of the fetch
+        // (and of a fetch started over) asks how many follow it.
+        var feed: FeedReadAhead<RecordZoneChanges>?
+        defer { feed?.cancel() }
         while true {
             let page: RecordZoneChanges
             do {
-                if let next = prefetched {
-                    prefetched = nil
-                    page = try await next.value
-                } else {
-                    let since = token
-                    let count = counting
-                    page = try await retrying {
-                        try await self.service.zoneChanges(zone, since: since, countingRemaining: count)
-                    }
-                    counting = false
-                }
+                if feed == nil { feed = readAhead(zone, from: token) }
+                guard let next = try await feed?.next() else { break }
+                page = next
             } catch let error as NimbusError where error.code == .changeTokenExpired {
+                feed = nil
                 try await noteTokenExpired(scope: zone)
                 token = nil
                 reconciling = true
                 seen = []
-                counting = true
                 continue
             } catch let error as NimbusError where error.code == .zoneNotFound && ZoneID(localZoneName: zone).isSharedZone {
                 // A shared zone the user can no longer read (the share ended since the
@@ -108,6 +99,7 @@ extension SyncEngine {
                 try await removeSharedZone(zone)
                 return
             } catch let error as NimbusError where error.code == .zoneNotFound && !recoveredZone {
+                feed = nil
                 // Gone, or deleted and created again by another device: recover our copies,
                 // then read whatever the zone holds now from the start.
                 try await handleZoneLoss(zone)
@@ -116,12 +108,7 @@ extension SyncEngine {
                 recoveredZone = true
                 token = nil
                 seen = []
-                counting = true
                 continue
-            }
-            if page.moreComing {
-                let since = page.changeToken
-                prefetched = Task { try await self.retrying { try await self.service.zoneChanges(zone, since: since) } }
             }
             let names = page.modifications.map(\.id.recordName) + page.deletions.map(\.recordID.recordName)
             if reconciling {
@@ -143,6 +130,18 @@ extension SyncEngine {
             // those out), so it is gone from the server.
             try await reconcile(zone: zone, keeping: seen, onlyUnconfirmed: true)
         }
+    }
+
+    /// The zone's feed from `token`, each request retried as ``retrying(_:)`` does.
+    private func readAhead(_ zone: String, from token: ServerChangeToken?) -> FeedReadAhead<RecordZoneChanges> {
+        FeedReadAhead(
+            from: token,
+            request: { token, first in
+                try await self.retrying {
+                    try await self.service.zoneChangesAnswer(zone, since: token, countingRemaining: first)
+                }
+            },
+            read: { try await $0.read() }, next: { $0.moreComing ? $0.changeToken : nil })
     }
 
     private func apply(_ page: RecordZoneChanges, zone: String) async throws {

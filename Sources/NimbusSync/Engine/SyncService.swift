@@ -15,6 +15,11 @@ public protocol SyncService: Sendable {
     /// without counting.
     func zoneChanges(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
         -> RecordZoneChanges
+    /// ``zoneChanges(_:since:countingRemaining:)`` in two steps, so that the engine asks for
+    /// the next page while it reads this one (``RecordZoneChangesAnswer``). The default reads
+    /// the page with ``zoneChanges(_:since:countingRemaining:)``.
+    func zoneChangesAnswer(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
+        -> RecordZoneChangesAnswer
     /// Saves with locked semantics; each deletion carries the change tag of the copy the
     /// device saw, so a delete loses to a newer edit.
     func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
@@ -61,6 +66,14 @@ extension SyncService {
         -> RecordZoneChanges
     {
         try await zoneChanges(zone, since: token)
+    }
+
+    /// A service that answers with pages already read: the next page is asked for after
+    /// this one is read.
+    public func zoneChangesAnswer(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
+        -> RecordZoneChangesAnswer
+    {
+        RecordZoneChangesAnswer(try await zoneChanges(zone, since: token, countingRemaining: countingRemaining))
     }
 
     /// A service without a shared database (``SyncConfiguration/syncsSharedDatabase`` off).
@@ -151,8 +164,15 @@ public struct DatabaseSyncService: SyncService {
     public func zoneChanges(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
         -> RecordZoneChanges
     {
+        try await zoneChangesAnswer(zone, since: token, countingRemaining: countingRemaining).read()
+    }
+
+    public func zoneChangesAnswer(_ zone: String, since token: ServerChangeToken?, countingRemaining: Bool) async throws
+        -> RecordZoneChangesAnswer
+    {
         let (database, zoneID) = route(zone)
-        return try await database.recordZoneChanges(inZoneWith: zoneID, since: token, countingRemaining: countingRemaining)
+        return try await database.recordZoneChangesAnswer(
+            inZoneWith: zoneID, since: token, countingRemaining: countingRemaining)
     }
 
     public func modify(saving: [Nimbus.Record], deleting: [Nimbus.Record.ID: String]) async throws -> (
