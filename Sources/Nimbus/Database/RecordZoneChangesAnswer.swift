@@ -32,6 +32,13 @@ public struct RecordZoneChangesAnswer: Sendable {
         nextTokenHint = page.moreComing ? page.changeToken : nil
     }
 
+    /// An answer already read with a hint of its own, for tests of a client's read-ahead
+    /// (a hint that is not the page's token, as another server's layout could give).
+    package init(_ page: RecordZoneChanges, nextTokenHint: ServerChangeToken?) {
+        content = .page(page)
+        self.nextTokenHint = nextTokenHint
+    }
+
     /// The page: the answer's records read and their encrypted fields opened.
     ///
     /// - Throws: ``NimbusError/Code/malformedResponse`` for an answer that does not read as a
