@@ -46,7 +46,8 @@ package struct FeedReadAhead<Page: Sendable> {
     package mutating func next() async throws -> Page? {
         guard let current = reading else { return nil }
         reading = nil
-        let stage = try await current.value
+        // A caller cancelled while it waits cancels the read (and the request it waits on).
+        let stage = try await withTaskCancellationHandler { try await current.value } onCancel: { current.cancel() }
         if let token = nextToken(stage.page) {
             let request = self.request
             let asked = stage.following ?? Task { try await request(token, false) }
