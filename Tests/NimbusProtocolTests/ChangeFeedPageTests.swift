@@ -131,18 +131,26 @@ struct ChangeFeedPageTests {
         let alphabet = Array("{}[]\":,0123456789-+.eEtrufalsn \\/bfnrtu".utf8)
         var read = 0
         for round in 0..<3_000 {
-            var bytes = base
-            for _ in 0..<random.int(1...3) {
-                let position = random.int(0..<bytes.count)
-                switch random.int(0..<3) {
-                case 0: bytes[position] = random.pick(alphabet)
-                case 1: bytes.remove(at: position)
-                default: bytes.insert(random.pick(alphabet), at: position)
-                }
-            }
+            let bytes = random.mutated(base, from: alphabet)
             if Self.check(bytes, "round \(round)") { read += 1 }
         }
         #expect(read > 100, "some mutations should keep the page readable (read \(read))")
+    }
+}
+
+extension SplitMix64 {
+    /// `bytes` with one to three bytes replaced, removed or inserted (from `alphabet`).
+    mutating func mutated(_ bytes: [UInt8], from alphabet: [UInt8]) -> [UInt8] {
+        var bytes = bytes
+        for _ in 0..<int(1...3) {
+            let position = int(0..<bytes.count)
+            switch int(0..<3) {
+            case 0: bytes[position] = pick(alphabet)
+            case 1: bytes.remove(at: position)
+            default: bytes.insert(pick(alphabet), at: position)
+            }
+        }
+        return bytes
     }
 }
 
