@@ -251,6 +251,8 @@ let package = Package(
                 "Nimbus",
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the store's one write per fetched record (`BoundStatement`).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // Locks that exist on every platform the SDK supports (`Mutex` needs iOS 18).
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import NIOConcurrencyHelpers
 import Nimbus
 import NimbusProtocol
@@ -96,5 +97,48 @@ struct FirstSyncTests {
             let names = try Set(relaunched.store.records(inZone: "ReadingList").map(\.recordName))
             #expect(names == Set((0..<Self.records).map { "bulk-\($0)" }))
         }
+    }
+
+    /// The engine writes each fetched record through a statement it binds itself; GRDB must
+    /// still run it, so that an app's transaction observer on the store hears of every row.
+    @Test func anAppsTransactionObserverHearsEveryFetchedRecord() async throws {
+        try await SyncHarness.with { harness in
+            try await seed(harness)
+            let (device, _) = try harness.engine("new", configuration: Self.configuration)
+            let observer = RecordRowObserver()
+            try device.store.write { db, _ in db.add(transactionObserver: observer, extent: .observerLifetime) }
+            try await device.start()
+            let (inserted, commits) = observer.counts
+            #expect(inserted == Self.records)
+            // One transaction per page of 200, at least.
+            #expect(commits >= Self.records / 200)
+        }
+    }
+}
+
+/// Counts the rows inserted into the engine's record copies, and the commits that changed them.
+private final class RecordRowObserver: TransactionObserver, Sendable {
+    private let state = NIOLockedValueBox<(inserted: Int, pending: Int, commits: Int)>((0, 0, 0))
+
+    var counts: (inserted: Int, commits: Int) { state.withLockedValue { ($0.inserted, $0.commits) } }
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool {
+        eventKind.tableName == "nimbus_records"
+    }
+
+    func databaseDidChange(with event: DatabaseEvent) {
+        if event.kind == .insert { state.withLockedValue { $0.pending += 1 } }
+    }
+
+    func databaseDidCommit(_ db: GRDB.Database) {
+        state.withLockedValue { state in
+            if state.pending > 0 { state.commits += 1 }
+            state.inserted += state.pending
+            state.pending = 0
+        }
+    }
+
+    func databaseDidRollback(_ db: GRDB.Database) {
+        state.withLockedValue { $0.pending = 0 }
     }
 }

@@ -69,19 +69,26 @@ extension Record {
     /// The text of ``fieldsJSON(_:numbersAsStrings:)`` serialized (members in sorted key
     /// order), written directly: this is what the store keeps for every record it writes.
     package static func fieldsJSONText(_ fields: [String: FieldValue], numbersAsStrings: Bool = false) -> String {
+        String(decoding: fieldsJSONBytes(fields, numbersAsStrings: numbersAsStrings), as: UTF8.self)
+    }
+
+    /// ``fieldsJSONText(_:numbersAsStrings:)`` as UTF-8 bytes, for a caller that binds them
+    /// straight into a statement.
+    package static func fieldsJSONBytes(_ fields: [String: FieldValue], numbersAsStrings: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 * fields.count + 2)
         out.append(UInt8(ascii: "{"))
-        var first = true
-        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
+        // The dictionary's positions are sorted by key: no array of (key, value) pairs to
+        // build and release, and no key hashed again.
+        for (offset, index) in fields.indices.sorted(by: { fields[$0].key < fields[$1].key }).enumerated() {
+            if offset > 0 { out.append(UInt8(ascii: ",")) }
+            let (name, value) = fields[index]
             JSON.writeString(name, into: &out)
             out.append(UInt8(ascii: ":"))
             value.writeWire(into: &out, numbersAsStrings: numbersAsStrings)
         }
         out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 
     /// Decodes stored fields one at a time: a field that does not decode (a value an older

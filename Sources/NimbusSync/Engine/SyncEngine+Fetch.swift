@@ -149,8 +149,10 @@ extension SyncEngine {
         let rules = configuration
         let (saved, deleted, conflicts) = try await store.transaction { transaction in
             var saved: [LocalRecord] = []
+            saved.reserveCapacity(page.modifications.count)
             var deleted: [String] = []
             var conflicts: [ConflictRecord] = []
+            transaction.changes.reserve(page.modifications.count + page.deletions.count)
             // Most pages meet an empty outbox: then no record needs its own outbox lookup.
             let noPending = try !transaction.hasPendingChanges(zone: zone)
             var states = try PageStates(
@@ -182,8 +184,10 @@ extension SyncEngine {
             Task { try? await service.reportTraceSpans([report]) }
         }
         // Only shares that changed for this device (not the echo of its own save).
-        let changedNames = Set(saved.map(\.recordName))
-        announceShares(in: page.modifications.filter { changedNames.contains($0.id.recordName) })
+        if page.modifications.contains(where: { $0.recordType == Share.recordType }) {
+            let changedNames = Set(saved.map(\.recordName))
+            announceShares(in: page.modifications.filter { changedNames.contains($0.id.recordName) })
+        }
     }
 
     /// After a complete read of the zone (`seen` holds every name it returned): copies the

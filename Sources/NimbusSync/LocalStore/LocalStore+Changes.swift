@@ -66,6 +66,11 @@ final class ChangeTracker {
         records.insert(LocalRecordID(zoneName: zone, recordName: name))
     }
 
+    /// Makes room for `count` more records (a fetched page's), so the set grows once.
+    func reserve(_ count: Int) {
+        records.reserveCapacity(records.count + count)
+    }
+
     func gaveUp(_ change: GivenUpChange) {
         givenUp.append(change)
     }

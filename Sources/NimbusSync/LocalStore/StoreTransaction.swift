@@ -254,16 +254,22 @@ struct StoreTransaction {
     /// Stores the server's copy of a record; `confirmed` when it came from the change feed
     /// (see the `unconfirmed` column).
     private func putCopy(_ record: Nimbus.Record, confirmed: Bool) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system, unconfirmed, parent)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(
-            arguments: [
-                record.id.zoneID.localZoneName, record.id.recordName, record.recordType, record.recordChangeTag ?? "",
-                record.fieldDictionary.jsonText, record.encodeSystemFields(), !confirmed, record.parent?.recordName,
-            ])
+        // Once per record of every fetched page: bound through SQLite's C API (``BoundStatement``).
+        var statement = BoundStatement(
+            try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO nimbus_records (zone, name, type, tag, fields, system, unconfirmed, parent)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """))
+        statement.bind(record.id.zoneID.localZoneName)
+        statement.bind(record.id.recordName)
+        statement.bind(record.recordType)
+        statement.bind(record.recordChangeTag ?? "")
+        statement.bind(text: NimbusProtocol.Record.fieldsJSONBytes(record.fieldDictionary))
+        statement.bind(blob: record.encodeSystemFields())
+        statement.bind(!confirmed)
+        statement.bind(record.parent?.recordName)
+        try statement.execute()
     }
 
     private func logConflict(zone: String, name: String, resolutions: [FieldResolution]) throws -> ConflictRecord {
