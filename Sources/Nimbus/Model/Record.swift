@@ -16,22 +16,45 @@ import NimbusProtocol
 /// let title: String? = bookmark["title"]
 /// ```
 public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible {
+    /// Every member, behind one reference: copying a record (into an operation, a decision,
+    /// an event) retains one object, and the first change to a shared copy copies the members
+    /// (``Storage``).
+    private var storage: Storage
+
     /// The record's identity: its name within a zone.
-    public let id: ID
+    public var id: ID { storage.members.id }
     /// The record type (`"Bookmark"`), which the server's schema rules are keyed on.
-    public let recordType: String
+    public var recordType: String { storage.members.recordType }
     /// The server's version tag; `nil` for a record that has never been saved.
-    public internal(set) var recordChangeTag: String?
+    public internal(set) var recordChangeTag: String? {
+        get { storage.members.recordChangeTag }
+        _modify { yield &members.recordChangeTag }
+    }
     /// When the record was created on the server.
-    public internal(set) var creationDate: Date?
+    public internal(set) var creationDate: Date? {
+        get { storage.members.creationDate }
+        _modify { yield &members.creationDate }
+    }
     /// The user record name of the record's creator.
-    public internal(set) var creatorUserRecordName: String?
+    public internal(set) var creatorUserRecordName: String? {
+        get { storage.members.creatorUserRecordName }
+        _modify { yield &members.creatorUserRecordName }
+    }
     /// When the record last changed on the server.
-    public internal(set) var modificationDate: Date?
+    public internal(set) var modificationDate: Date? {
+        get { storage.members.modificationDate }
+        _modify { yield &members.modificationDate }
+    }
     /// The user record name of whoever changed the record last.
-    public internal(set) var lastModifiedUserRecordName: String?
+    public internal(set) var lastModifiedUserRecordName: String? {
+        get { storage.members.lastModifiedUserRecordName }
+        _modify { yield &members.lastModifiedUserRecordName }
+    }
     /// The device that made the last change (as sent in `X-Nimbus-Device-ID`).
-    public internal(set) var lastModifiedDeviceID: String?
+    public internal(set) var lastModifiedDeviceID: String? {
+        get { storage.members.lastModifiedDeviceID }
+        _modify { yield &members.lastModifiedDeviceID }
+    }
 
     /// The record this one belongs under (CloudKit's `CKRecord.parent`): a record of the same
     /// zone. A share of a record hierarchy covers its root and every record whose `parent`
@@ -44,35 +67,72 @@ public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible 
     ///
     /// Setting `nil` removes the parent on the next save.
     public var parent: Reference? {
-        didSet { if parent != oldValue { parentChanged = true } }
+        get { storage.members.parent }
+        set {
+            if newValue != storage.members.parent { members.parentChanged = true }
+            members.parent = newValue
+        }
     }
     /// The share this record is the root of (CloudKit's `CKRecord.share`), kept by the server:
     /// set when a ``Share`` is saved with this record as its root
     /// (``Database/save(_:rootRecord:)``), cleared when the share is deleted.
-    public package(set) var share: Reference?
+    public package(set) var share: Reference? {
+        get { storage.members.share }
+        _modify { yield &members.share }
+    }
     /// Whether ``parent`` was set since the last fetch or save (a save then sends it, `null`
     /// included).
-    var parentChanged = false
+    var parentChanged: Bool {
+        get { storage.members.parentChanged }
+        _modify { yield &members.parentChanged }
+    }
     /// The members only a share record has (participants, permission, short GUID); `nil`
     /// on other records. Read through ``Share``.
-    var shareState: Share.State?
+    var shareState: Share.State? {
+        get { storage.members.shareState }
+        _modify { yield &members.shareState }
+    }
 
     /// The fields that are encrypted end to end (``encryptedValues``): sealed before a save
     /// sends them, opened when a fetch brings them. Their values in ``fieldValue(forKey:)`` are
     /// the opened ones.
-    public package(set) var encryptedKeys: Set<String> = []
+    public package(set) var encryptedKeys: Set<String> {
+        get { storage.members.encryptedKeys }
+        _modify { yield &members.encryptedKeys }
+    }
 
     /// Current field values (`package`: the sync engine stores them without copying key by key).
-    package internal(set) var values: [String: FieldValue]
+    package internal(set) var values: [String: FieldValue] {
+        get { storage.members.values }
+        _modify { yield &members.values }
+    }
     /// For each key changed since the last fetch or save: its value then (`nil`: absent).
-    var originalValues: [String: FieldValue?]
+    var originalValues: [String: FieldValue?] {
+        get { storage.members.originalValues }
+        _modify { yield &members.originalValues }
+    }
 
     /// A new record that does not exist on the server yet.
     public init(recordType: String, recordID: ID = ID()) {
-        self.id = recordID
-        self.recordType = recordType
-        self.values = [:]
-        self.originalValues = [:]
+        storage = Storage(Members(id: recordID, recordType: recordType))
+    }
+
+    public static func == (lhs: Record, rhs: Record) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.members == rhs.storage.members
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(storage.members)
+    }
+
+    /// The members, for a change: a storage another record shares is copied first, so the
+    /// change is this record's alone.
+    private var members: Members {
+        get { storage.members }
+        _modify {
+            if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.members) }
+            yield &storage.members
+        }
     }
 
     /// The record's identity (CloudKit's name for ``id``).
@@ -152,5 +212,42 @@ extension Record {
         }
 
         public var description: String { "\(zoneID.zoneName)/\(recordName)" }
+    }
+}
+
+extension Record {
+    /// A record's members (what a record equals and hashes by).
+    private struct Members: Sendable, Hashable {
+        let id: ID
+        let recordType: String
+        var recordChangeTag: String? = nil
+        var creationDate: Date? = nil
+        var creatorUserRecordName: String? = nil
+        var modificationDate: Date? = nil
+        var lastModifiedUserRecordName: String? = nil
+        var lastModifiedDeviceID: String? = nil
+        var parent: Reference? = nil
+        var share: Reference? = nil
+        var parentChanged = false
+        var shareState: Share.State? = nil
+        var encryptedKeys: Set<String> = []
+        var values: [String: FieldValue] = [:]
+        var originalValues: [String: FieldValue?] = [:]
+    }
+
+    /// The one reference a record's copies share until one of them changes.
+    ///
+    /// `@unchecked Sendable`, and sound: `members` is changed only through `Record.members`'s
+    /// `_modify`, which first makes this storage referenced by the one record being changed
+    /// alone (copying it when `isKnownUniquelyReferenced` is false). A storage that two
+    /// records, and so possibly two threads, hold is never written, only read; a record
+    /// changed on one thread is that thread's value (`Record` is a value type, and a
+    /// `mutating` access is exclusive). `Members` is itself `Sendable`.
+    private final class Storage: @unchecked Sendable {
+        var members: Members
+
+        init(_ members: Members) {
+            self.members = members
+        }
     }
 }
