@@ -11,6 +11,17 @@ struct JSONCodecTests {
         #expect(json.serialized() == #"{"max":9223372036854775807,"min":-9223372036854775808}"#)
     }
 
+    @Test func integersAreWrittenAsStringSpellsThem() {
+        var generator = SystemRandomNumberGenerator()
+        let edges: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, Int64.max, Int64.min, Int64.max - 1, Int64.min + 1]
+        let random = (0..<10_000).map { _ in Int64.random(in: .min ... .max, using: &generator) >> Int64.random(in: 0...62) }
+        for value in edges + random {
+            var out: [UInt8] = [UInt8(ascii: "x")]
+            JSON.writeInteger(value, into: &out)
+            #expect(String(decoding: out, as: UTF8.self) == "x" + String(value))
+        }
+    }
+
     @Test func stringsRoundTripWithEscapesAndUnicode() throws {
         let original = "quote \" backslash \\ newline \n tab \t nul \u{0} emoji 😀 accent é"
         let text = JSON.string(original).serialized()

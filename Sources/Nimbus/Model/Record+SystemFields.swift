@@ -11,11 +11,17 @@ extension Record {
     /// ``SavePolicy/ifServerRecordUnchanged``: only those fields are sent, checked against
     /// the change tag.
     public func encodeSystemFields() -> Data {
+        Data(encodeSystemFieldsBytes())
+    }
+
+    /// ``encodeSystemFields()`` as bytes, for a store that binds them straight into a statement.
+    package func encodeSystemFieldsBytes() -> [UInt8] {
         // The compact JSON of `{created?, encryptedKeys?, modified?, parent?, recordChangeTag?, recordName,
         // recordType, share?, shareState?, v: 1, zoneID}` with members in sorted order (what serializing that object gives),
         // written straight to bytes: a sync engine stores one per record it fetches.
         var out: [UInt8] = []
-        out.reserveCapacity(160 + id.recordName.utf8.count + recordType.utf8.count)
+        // Room for the usual two stamps with their user and device names.
+        out.reserveCapacity(256 + id.recordName.utf8.count + recordType.utf8.count)
         out.append(UInt8(ascii: "{"))
         if let creationDate {
             Self.appendKey("created", to: &out)
@@ -31,7 +37,7 @@ extension Record {
                 if offset > 0 { out.append(UInt8(ascii: ",")) }
                 JSON.writeString(key, into: &out)
             }
-            out.append(contentsOf: "],".utf8)
+            JSON.writeRaw("],", into: &out)
         }
         if let modificationDate {
             Self.appendKey("modified", to: &out)
@@ -66,7 +72,7 @@ extension Record {
             Self.appendKey("shareState", to: &out)
             shareState.write(into: &out)
         }
-        out.append(contentsOf: #","v":1,"zoneID":{"#.utf8)
+        JSON.writeRaw(#","v":1,"zoneID":{"#, into: &out)
         if let owner = id.zoneID.ownerRecordName {
             Self.appendKey("ownerRecordName", to: &out)
             JSON.writeString(owner, into: &out)
@@ -74,15 +80,15 @@ extension Record {
         }
         Self.appendKey("zoneName", to: &out)
         JSON.writeString(id.zoneID.zoneName, into: &out)
-        out.append(contentsOf: "}}".utf8)
-        return Data(out)
+        JSON.writeRaw("}}", into: &out)
+        return out
     }
 
     /// `"key":`
     private static func appendKey(_ key: StaticString, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { out.append(contentsOf: $0) }
-        out.append(contentsOf: "\":".utf8)
+        JSON.writeRaw(key, into: &out)
+        JSON.writeRaw("\":", into: &out)
     }
 
     /// `{deviceID?, timestamp, userRecordName?}`, as a `RecordStamp`'s wire JSON serializes.
@@ -94,7 +100,7 @@ extension Record {
             out.append(UInt8(ascii: ","))
         }
         appendKey("timestamp", to: &out)
-        out.append(contentsOf: String(timestamp).utf8)
+        JSON.writeInteger(timestamp, into: &out)
         if let user {
             out.append(UInt8(ascii: ","))
             appendKey("userRecordName", to: &out)

@@ -319,9 +319,9 @@ extension FieldValue {
             fractionJSON.write(into: &out)
             out.append(UInt8(ascii: ","))
         }
-        out.append(contentsOf: #""type":"#.utf8)
+        JSON.writeRaw(#""type":"#, into: &out)
         JSON.writeString(type.rawValue, into: &out)
-        out.append(contentsOf: #","value":"#.utf8)
+        JSON.writeRaw(#","value":"#, into: &out)
         writeWireValue(into: &out, numbersAsStrings: numbersAsStrings)
         out.append(UInt8(ascii: "}"))
     }
@@ -335,10 +335,10 @@ extension FieldValue {
             if numbersAsStrings {
                 JSON.writeString(String(number), into: &out)
             } else {
-                out.append(contentsOf: String(number).utf8)
+                JSON.writeInteger(number, into: &out)
             }
         case .timestamp(let millis, _):
-            out.append(contentsOf: String(millis).utf8)
+            JSON.writeInteger(millis, into: &out)
         case .list(_, let values):
             out.append(UInt8(ascii: "["))
             for (offset, value) in values.enumerated() {

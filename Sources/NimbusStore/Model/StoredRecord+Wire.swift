@@ -21,12 +21,12 @@ extension StoredRecord {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(160)
         if deleted {
-            bytes.append(contentsOf: #"{"deleted":true,"recordName":"#.utf8)
+            JSON.writeRaw(#"{"deleted":true,"recordName":"#, into: &bytes)
             JSON.writeString(recordName, into: &bytes)
         } else {
-            bytes.append(contentsOf: #"{"created":"#.utf8)
+            JSON.writeRaw(#"{"created":"#, into: &bytes)
             Self.writeStamp(created, into: &bytes)
-            bytes.append(contentsOf: #","deleted":false,"fields":"#.utf8)
+            JSON.writeRaw(#","deleted":false,"fields":"#, into: &bytes)
         }
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -36,13 +36,13 @@ extension StoredRecord {
         guard !deleted else { return "" }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(200)
-        bytes.append(contentsOf: #","modified":"#.utf8)
+        JSON.writeRaw(#","modified":"#, into: &bytes)
         Self.writeStamp(modified, into: &bytes)
-        bytes.append(contentsOf: #","recordChangeTag":"#.utf8)
+        JSON.writeRaw(#","recordChangeTag":"#, into: &bytes)
         JSON.writeString(changeTag, into: &bytes)
-        bytes.append(contentsOf: #","recordName":"#.utf8)
+        JSON.writeRaw(#","recordName":"#, into: &bytes)
         JSON.writeString(recordName, into: &bytes)
-        bytes.append(contentsOf: #","recordType":"#.utf8)
+        JSON.writeRaw(#","recordType":"#, into: &bytes)
         JSON.writeString(recordType, into: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -103,14 +103,14 @@ extension StoredRecord {
     package static func writeStamp(_ stamp: RecordStamp, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
         if let device = stamp.deviceID {
-            out.append(contentsOf: #""deviceID":"#.utf8)
+            JSON.writeRaw(#""deviceID":"#, into: &out)
             JSON.writeString(device, into: &out)
             out.append(UInt8(ascii: ","))
         }
-        out.append(contentsOf: #""timestamp":"#.utf8)
-        out.append(contentsOf: String(stamp.timestamp).utf8)
+        JSON.writeRaw(#""timestamp":"#, into: &out)
+        JSON.writeInteger(stamp.timestamp, into: &out)
         if let user = stamp.userRecordName {
-            out.append(contentsOf: #","userRecordName":"#.utf8)
+            JSON.writeRaw(#","userRecordName":"#, into: &out)
             JSON.writeString(user, into: &out)
         }
         out.append(UInt8(ascii: "}"))

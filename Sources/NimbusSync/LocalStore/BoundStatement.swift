@@ -41,16 +41,17 @@ struct BoundStatement {
         bytes.withUnsafeBufferPointer { bind(text: $0) }
     }
 
-    mutating func bind(blob: Data) {
+    mutating func bind(blob bytes: [UInt8]) {
+        bytes.withUnsafeBytes { bind(blob: $0) }
+    }
+
+    private mutating func bind(blob bytes: UnsafeRawBufferPointer) {
         index += 1
-        let index = index
-        blob.withUnsafeBytes { bytes in
-            if let address = bytes.baseAddress {
-                _ = sqlite3_bind_blob(statement.sqliteStatement, index, address, CInt(bytes.count), Self.transient)
-            } else {
-                // An empty blob (a nil pointer would bind NULL).
-                sqlite3_bind_zeroblob(statement.sqliteStatement, index, 0)
-            }
+        if let address = bytes.baseAddress {
+            _ = sqlite3_bind_blob(statement.sqliteStatement, index, address, CInt(bytes.count), Self.transient)
+        } else {
+            // An empty blob (a nil pointer would bind NULL).
+            sqlite3_bind_zeroblob(statement.sqliteStatement, index, 0)
         }
     }
 

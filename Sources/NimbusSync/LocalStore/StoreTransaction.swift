@@ -266,7 +266,7 @@ struct StoreTransaction {
         statement.bind(record.recordType)
         statement.bind(record.recordChangeTag ?? "")
         statement.bind(text: NimbusProtocol.Record.fieldsJSONBytes(record.fieldDictionary))
-        statement.bind(blob: record.encodeSystemFields())
+        statement.bind(blob: record.encodeSystemFieldsBytes())
         statement.bind(!confirmed)
         statement.bind(record.parent?.recordName)
         try statement.execute()
