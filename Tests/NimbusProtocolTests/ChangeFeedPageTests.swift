@@ -76,6 +76,33 @@ struct ChangeFeedPageTests {
         #expect(page.members["syncToken"] == "tok-1")
     }
 
+    /// The reader reuses the previous stamp's user and device names when the bytes repeat
+    /// them: a longer or shorter name, an escaped spelling of the same name, or a name with
+    /// escapes after it is still read as the general way reads it.
+    @Test func repeatedStampNamesAreReadAsTheGeneralWayReadsThem() throws {
+        let user = "_1aa9ba3c9675c019e0fe9cc1bae81842"
+        let escapedUser = #"\u005f1aa9ba3c9675c019e0fe9cc1bae81842"#
+        let spellings = [
+            #""\#(user)""#, #""\#(user)""#, #""\#(user)x""#, #""\#(user.dropLast())""#, #""\#(escapedUser)""#,
+            #""\#(user)""#, #""a\"quoted\\name that is long""#, #""a\"quoted\\name that is long""#, #""""#, #""""#,
+            "null", "\"Caf\u{E9} device, not ASCII\"", "\"Caf\u{E9} device, not ASCII\"", #""\#(user)""#,
+        ]
+        let records = spellings.enumerated().map { index, spelling in
+            #"{"recordName":"r\#(index)","recordType":"Note","created":{"timestamp":1,"userRecordName":\#(spelling)},"#
+                + #""modified":{"deviceID":\#(spelling),"timestamp":2,"userRecordName":\#(spelling)}}"#
+        }
+        let text = #"{"records":["# + records.joined(separator: ",") + #"],"syncToken":"t"}"#
+        #expect(Self.check(Array(text.utf8)))
+        let page = try #require(ChangeFeedPage.parse(Array(text.utf8)))
+        let users = page.records.map { $0.created?.userRecordName }
+        #expect(users[0] == user && users[1] == user && users[4] == user && users[5] == user)
+        #expect(users[2] == user + "x" && users[3] == String(user.dropLast()))
+        #expect(users[6] == #"a"quoted\name that is long"# && users[7] == users[6])
+        #expect(users[8] == "" && users[9] == "" && users[10] == nil && users[13] == user)
+        #expect(users[11] == "Caf\u{E9} device, not ASCII" && users[12] == users[11])
+        #expect(page.records.map { $0.modified?.deviceID } == users)
+    }
+
     @Test func whitespaceMemberOrderNullsAndUntypedValuesAreReadAlike() {
         let text = """
             \u{FEFF}{ "zoneID" : {"zoneName":"ReadingList"}, "records" : [

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A change feed answer (`records/changes`) read straight into ``Record``s, without a JSON
 /// tree of the records: a sync client reads hundreds of thousands of them, and building,
 /// reading and freeing the tree (a dictionary per record, per field and per stamp) cost
@@ -183,6 +185,38 @@ extension JSONParser {
         return true
     }
 
+    /// A string member that mostly repeats the one before it of its kind (a page's records
+    /// are mostly by one user, from one device): when its bytes are those of `previous`,
+    /// `previous` itself is taken (no new string is made); otherwise it is read as
+    /// ``parseOptionalString(into:)`` reads it and kept as the next `previous`.
+    ///
+    /// `previous` is only ever a string whose bytes need no escape in JSON, so equal bytes
+    /// followed by the closing quote are exactly that string.
+    private mutating func parseRepeatingString(
+        into target: inout String?, previous: WritableKeyPath<JSONParser, String?>
+    ) throws(JSONSyntaxError) -> Bool {
+        if var cached = self[keyPath: previous], bytes[index] == UInt8(ascii: "\"") {
+            let start = index + 1
+            let matched = cached.withUTF8 { text -> Bool in
+                let end = start + text.count
+                guard let textStart = text.baseAddress, end < bytes.count, bytes[end] == UInt8(ascii: "\"") else { return false }
+                return memcmp(textStart, bytes.baseAddress! + start, text.count) == 0
+            }
+            if matched {
+                index = start + cached.utf8.count + 1
+                target = cached
+                return true
+            }
+        }
+        guard try parseOptionalString(into: &target) else { return false }
+        if let text = target, !text.utf8.isEmpty,
+            text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+        {
+            self[keyPath: previous] = text
+        }
+        return true
+    }
+
     /// A `zoneID` as ``ZoneID/init(wire:)`` reads it (null is absent).
     private mutating func parseZoneID(into target: inout ZoneID?) throws(JSONSyntaxError) -> Bool {
         guard bytes[index] == UInt8(ascii: "{") else {
@@ -228,8 +262,8 @@ extension JSONParser {
                 }
                 timestamp = value.int64
                 return timestamp != nil
-            case "userRecordName": return try parser.parseOptionalString(into: &user)
-            case "deviceID": return try parser.parseOptionalString(into: &device)
+            case "userRecordName": return try parser.parseRepeatingString(into: &user, previous: \.previousStampUser)
+            case "deviceID": return try parser.parseRepeatingString(into: &device, previous: \.previousStampDevice)
             default:
                 _ = try parser.parseValue()
                 return true

@@ -41,6 +41,10 @@ struct JSONParser {
     var memberStack: [(key: String, value: JSON)] = []
     /// Elements of the arrays being parsed (see ``parseArray()``).
     var elementStack: [JSON] = []
+    /// The last stamps' user and device names of a change feed page (see
+    /// `parseRepeatingString(into:previous:)`).
+    var previousStampUser: String?
+    var previousStampDevice: String?
     static let maxDepth = 256
 
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
