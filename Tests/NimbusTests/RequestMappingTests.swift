@@ -7,6 +7,21 @@ import Testing
 struct RequestMappingTests {
     let zone = ZoneID(zoneName: "ReadingList")
 
+    /// A path of unreserved bytes is sent as it is; any other byte is percent-encoded as
+    /// Foundation encodes it, segment by segment.
+    @Test func pathsArePercentEncodedOnlyWhereTheyNeedIt() {
+        let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        let alphabet = Array("aZ09-._~/ %?#+é\u{1F600}")
+        var generator = SystemRandomNumberGenerator()
+        let paths = ["", "/", "//", "/database/1/iCloud.com.example/development/private/records/changes", "a b/c"]
+            + (0..<2_000).map { _ in String((0..<Int.random(in: 0...12, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }) }
+        for path in paths {
+            let expected = path.split(separator: "/", omittingEmptySubsequences: false)
+                .map { $0.addingPercentEncoding(withAllowedCharacters: unreserved)! }.joined(separator: "/")
+            #expect(Database.percentEncodedPath(path) == expected, "\(path)")
+        }
+    }
+
     @Test func requestsCarryPathTokensAndDeviceID() async throws {
         let transport = TestTransport(responses: [.json(["records": [serverRecordJSON("r1")]])])
         let database = makeContainer(transport, baseURL: "https://sync.example.com/nimbus/").privateCloudDatabase
