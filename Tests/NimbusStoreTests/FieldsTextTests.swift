@@ -10,6 +10,16 @@ import struct NimbusProtocol.SplitMix64
 struct FieldsTextTests {
     static let asset = Array(#""ASSET"#.utf8)
 
+    /// The server's check before it sends stored fields as they are: `null` anywhere.
+    @Test func storedFieldsThatMayHoldNullAreFoundWhereverTheWordIs() {
+        for text in ["null", #"{"a":null}"#, #"{"a":{"value":"nullable"}}"#, "nnull", "xx null"] {
+            #expect(StoredRecord.mayHoldNull(text), "\(text)")
+        }
+        for text in ["", "nul", "nul l", #"{"a":{"type":"STRING","value":"Null"}}"#, "n\u{FC}ll", "nulL"] {
+            #expect(!StoredRecord.mayHoldNull(text), "\(text)")
+        }
+    }
+
     @Test func findsTheMarkerAnywhereAndOnlyWhole() {
         #expect(FieldsText.contains(Self.asset, in: #""ASSET""#))
         #expect(FieldsText.contains(Self.asset, in: #"{"f":{"type":"ASSET","value":{}}}"#))

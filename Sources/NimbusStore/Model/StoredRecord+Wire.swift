@@ -67,24 +67,13 @@ extension StoredRecord {
         return Record.fieldsJSONText(fields())
     }
 
-    /// Whether the text contains the bytes `null`.
-    static func mayHoldNull(_ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in
-            guard bytes.count >= 4 else { return false }
-            var position = 0
-            let last = bytes.count - 4
-            while position <= last {
-                if bytes[position] == UInt8(ascii: "n"), bytes[position + 1] == UInt8(ascii: "u"),
-                    bytes[position + 2] == UInt8(ascii: "l"), bytes[position + 3] == UInt8(ascii: "l")
-                {
-                    return true
-                }
-                position += 1
-            }
-            return false
-        }
+    /// Whether the text contains the bytes `null` (searched as ``FieldsText`` searches: every
+    /// record of every page a server reads is looked at).
+    package static func mayHoldNull(_ text: String) -> Bool {
+        FieldsText.contains(Self.nullBytes, in: text)
     }
+
+    private static let nullBytes: [UInt8] = Array("null".utf8)
 
     /// Records as a JSON array of response dictionaries, each closed by `zoneClosing`.
     package static func writtenArray(_ records: [StoredRecord], closedBy zoneClosing: String) -> String {
