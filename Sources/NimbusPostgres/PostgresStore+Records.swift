@@ -163,7 +163,7 @@ extension PostgresStore: RecordStore {
         guard written.count == cut.entries.count else {
             let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
             return WrittenRecordChangesPage(
-                recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8),
+                recordsJSON: StoredRecord.writtenBytes(page.records, closedBy: zoneClosing),
                 syncToken: page.syncToken, moreComing: page.moreComing, recordCount: page.records.count)
         }
         let closing = Array(zoneClosing.utf8)

@@ -182,7 +182,7 @@ extension RecordStore {
     ) async throws -> WrittenRecordChangesPage {
         let page = try await recordChanges(zone: zone, since: token, limit: limit, in: database)
         return WrittenRecordChangesPage(
-            recordsJSON: Array(StoredRecord.writtenArray(page.records, closedBy: zoneClosing).utf8), syncToken: page.syncToken,
+            recordsJSON: StoredRecord.writtenBytes(page.records, closedBy: zoneClosing), syncToken: page.syncToken,
             moreComing: page.moreComing, recordCount: page.records.count)
     }
 }

@@ -91,9 +91,9 @@ struct APICall: Sendable {
     func recordJSON(_ stored: StoredRecord, zoneName: String, desiredKeys: Set<String>?) throws(CloudKitError) -> JSON {
         let stored = servable(stored)
         if desiredKeys == nil && !numbersAsStrings && !SystemFields.mentioned(in: stored.fieldsJSON) {
-            var text = ""
-            stored.appendWritten(closedBy: zoneClosing(zoneName), to: &text)
-            return .raw(text)
+            var bytes: [UInt8] = []
+            stored.writeWritten(closedBy: zoneClosing(zoneName), into: &bytes)
+            return .rawUTF8(bytes)
         }
         let zoneID = responseZoneID(zoneName)
         if stored.deleted {
@@ -116,7 +116,7 @@ struct APICall: Sendable {
             }
             return .array(elements)
         }
-        return .raw(StoredRecord.writtenArray(records.map(servable), closedBy: zoneClosing(zoneName)))
+        return .rawUTF8(StoredRecord.writtenBytes(records.map(servable), closedBy: zoneClosing(zoneName)))
     }
 
     /// `,"zoneID":{…}}`: the last member of each record of the zone, as this caller names

@@ -20,14 +20,7 @@ extension StoredRecord {
     package var wireHead: String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(160)
-        if deleted {
-            JSON.writeRaw(#"{"deleted":true,"recordName":"#, into: &bytes)
-            JSON.writeString(recordName, into: &bytes)
-        } else {
-            JSON.writeRaw(#"{"created":"#, into: &bytes)
-            Self.writeStamp(created, into: &bytes)
-            JSON.writeRaw(#","deleted":false,"fields":"#, into: &bytes)
-        }
+        writeHead(into: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -36,6 +29,25 @@ extension StoredRecord {
         guard !deleted else { return "" }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(200)
+        writeTail(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``wireHead``.
+    private func writeHead(into bytes: inout [UInt8]) {
+        if deleted {
+            JSON.writeRaw(#"{"deleted":true,"recordName":"#, into: &bytes)
+            JSON.writeString(recordName, into: &bytes)
+        } else {
+            JSON.writeRaw(#"{"created":"#, into: &bytes)
+            Self.writeStamp(created, into: &bytes)
+            JSON.writeRaw(#","deleted":false,"fields":"#, into: &bytes)
+        }
+    }
+
+    /// Appends ``wireTail`` (nothing for a tombstone).
+    private func writeTail(into bytes: inout [UInt8]) {
+        guard !deleted else { return }
         JSON.writeRaw(#","modified":"#, into: &bytes)
         Self.writeStamp(modified, into: &bytes)
         JSON.writeRaw(#","recordChangeTag":"#, into: &bytes)
@@ -44,17 +56,30 @@ extension StoredRecord {
         JSON.writeString(recordName, into: &bytes)
         JSON.writeRaw(#","recordType":"#, into: &bytes)
         JSON.writeString(recordType, into: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Appends the record's response dictionary, closed by `zoneClosing` (`,"zoneID":{…}}`).
     package func appendWritten(closedBy zoneClosing: String, to text: inout String) {
-        text.append(wireHead)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(fieldsJSON.utf8.count + 360 + zoneClosing.utf8.count)
+        writeWritten(closedBy: zoneClosing, into: &bytes)
+        text.append(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// Appends the record's response dictionary, closed by `zoneClosing`, as UTF-8.
+    package func writeWritten(closedBy zoneClosing: String, into bytes: inout [UInt8]) {
+        writeHead(into: &bytes)
         if !deleted {
-            text.append(servableFieldsJSON)
-            text.append(wireTail)
+            Self.writeText(servableFieldsJSON, into: &bytes)
+            writeTail(into: &bytes)
         }
-        text.append(zoneClosing)
+        Self.writeText(zoneClosing, into: &bytes)
+    }
+
+    /// Appends a text's UTF-8 in one copy (`append(contentsOf: text.utf8)` goes byte by byte).
+    private static func writeText(_ text: String, into bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     /// ``fieldsJSON`` as it may go out: as stored, unless it may hold a value that does not
@@ -77,15 +102,20 @@ extension StoredRecord {
 
     /// Records as a JSON array of response dictionaries, each closed by `zoneClosing`.
     package static func writtenArray(_ records: [StoredRecord], closedBy zoneClosing: String) -> String {
-        var text = ""
-        text.reserveCapacity(records.reduce(2) { $0 + $1.fieldsJSON.utf8.count + 300 + zoneClosing.utf8.count })
-        text.append("[")
+        String(decoding: writtenBytes(records, closedBy: zoneClosing), as: UTF8.self)
+    }
+
+    /// ``writtenArray(_:closedBy:)`` as UTF-8, written straight into one buffer.
+    package static func writtenBytes(_ records: [StoredRecord], closedBy zoneClosing: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(records.reduce(2) { $0 + $1.fieldsJSON.utf8.count + 360 + zoneClosing.utf8.count })
+        bytes.append(UInt8(ascii: "["))
         for (offset, record) in records.enumerated() {
-            if offset > 0 { text.append(",") }
-            record.appendWritten(closedBy: zoneClosing, to: &text)
+            if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+            record.writeWritten(closedBy: zoneClosing, into: &bytes)
         }
-        text.append("]")
-        return text
+        bytes.append(UInt8(ascii: "]"))
+        return bytes
     }
 
     /// `{deviceID?, timestamp, userRecordName?}`, as the object form serializes a stamp.
