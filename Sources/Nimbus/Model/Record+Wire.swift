@@ -4,18 +4,14 @@ import NimbusProtocol
 extension Record {
     /// A record decoded from the wire, placed in `zoneID` (the zone the request was about).
     init(wire: NimbusProtocol.Record, zoneID: ZoneID) {
-        self.init(recordType: wire.recordType, recordID: ID(recordName: wire.recordName, zoneID: zoneID))
-        self.values = wire.fields
-        self.recordChangeTag = wire.recordChangeTag
-        if let created = wire.created {
-            creationDate = Date(millisecondsSince1970: created.timestamp)
-            creatorUserRecordName = created.userRecordName
-        }
-        if let modified = wire.modified {
-            modificationDate = Date(millisecondsSince1970: modified.timestamp)
-            lastModifiedUserRecordName = modified.userRecordName
-            lastModifiedDeviceID = modified.deviceID
-        }
+        self.init(
+            id: ID(recordName: wire.recordName, zoneID: zoneID), recordType: wire.recordType,
+            recordChangeTag: wire.recordChangeTag,
+            creationDate: wire.created.map { Date(millisecondsSince1970: $0.timestamp) },
+            creatorUserRecordName: wire.created?.userRecordName,
+            modificationDate: wire.modified.map { Date(millisecondsSince1970: $0.timestamp) },
+            lastModifiedUserRecordName: wire.modified?.userRecordName, lastModifiedDeviceID: wire.modified?.deviceID,
+            values: wire.fields)
     }
 
     /// The wire record holding the system fields and the given fields.

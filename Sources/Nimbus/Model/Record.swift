@@ -117,6 +117,21 @@ public struct Record: Sendable, Hashable, Identifiable, CustomStringConvertible 
         storage = Storage(Members(id: recordID, recordType: recordType))
     }
 
+    /// A fetched record: its system fields and values set at once (one storage made, rather
+    /// than a change for each).
+    init(
+        id: ID, recordType: String, recordChangeTag: String?, creationDate: Date?, creatorUserRecordName: String?,
+        modificationDate: Date?, lastModifiedUserRecordName: String?, lastModifiedDeviceID: String?,
+        values: [String: FieldValue]
+    ) {
+        storage = Storage(
+            Members(
+                id: id, recordType: recordType, recordChangeTag: recordChangeTag, creationDate: creationDate,
+                creatorUserRecordName: creatorUserRecordName, modificationDate: modificationDate,
+                lastModifiedUserRecordName: lastModifiedUserRecordName, lastModifiedDeviceID: lastModifiedDeviceID,
+                values: values))
+    }
+
     public static func == (lhs: Record, rhs: Record) -> Bool {
         lhs.storage === rhs.storage || lhs.storage.members == rhs.storage.members
     }

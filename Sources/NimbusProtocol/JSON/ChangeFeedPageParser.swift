@@ -188,14 +188,13 @@ extension JSONParser {
     /// A string member that mostly repeats the one before it of its kind (a page's records
     /// are mostly by one user, from one device): when its bytes are those of `previous`,
     /// `previous` itself is taken (no new string is made); otherwise it is read as
-    /// ``parseOptionalString(into:)`` reads it and kept as the next `previous`.
+    /// ``parseOptionalString(into:)`` reads it and kept as the next `previous` (the parser's
+    /// `previousStampDevice` or `previousStampUser`).
     ///
     /// `previous` is only ever a string whose bytes need no escape in JSON, so equal bytes
     /// followed by the closing quote are exactly that string.
-    private mutating func parseRepeatingString(
-        into target: inout String?, previous: WritableKeyPath<JSONParser, String?>
-    ) throws(JSONSyntaxError) -> Bool {
-        if var cached = self[keyPath: previous], bytes[index] == UInt8(ascii: "\"") {
+    private mutating func parseRepeatingString(into target: inout String?, device: Bool) throws(JSONSyntaxError) -> Bool {
+        if var cached = device ? previousStampDevice : previousStampUser, bytes[index] == UInt8(ascii: "\"") {
             let start = index + 1
             let matched = cached.withUTF8 { text -> Bool in
                 let end = start + text.count
@@ -212,7 +211,7 @@ extension JSONParser {
         if let text = target, !text.utf8.isEmpty,
             text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
         {
-            self[keyPath: previous] = text
+            if device { previousStampDevice = text } else { previousStampUser = text }
         }
         return true
     }
@@ -262,8 +261,8 @@ extension JSONParser {
                 }
                 timestamp = value.int64
                 return timestamp != nil
-            case "userRecordName": return try parser.parseRepeatingString(into: &user, previous: \.previousStampUser)
-            case "deviceID": return try parser.parseRepeatingString(into: &device, previous: \.previousStampDevice)
+            case "userRecordName": return try parser.parseRepeatingString(into: &user, device: false)
+            case "deviceID": return try parser.parseRepeatingString(into: &device, device: true)
             default:
                 _ = try parser.parseValue()
                 return true
