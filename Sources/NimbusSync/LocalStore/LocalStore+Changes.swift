@@ -45,8 +45,11 @@ extension LocalStore {
         guard !changes.records.isEmpty || !changes.givenUp.isEmpty else { return }
         let (records, givenUp) = (changes.records, changes.givenUp)
         db.afterNextTransaction(onCommit: { [subscribers, giveUpObservers] _ in
-            if !records.isEmpty {
-                for continuation in subscribers.withLockedValue({ Array($0.values) }) { continuation.yield(records) }
+            let continuations = records.isEmpty ? [] : subscribers.withLockedValue { Array($0.values) }
+            if !continuations.isEmpty {
+                // Made only when somebody listens: a first sync's pages name a million records.
+                let changed = Set(records)
+                for continuation in continuations { continuation.yield(changed) }
             }
             if !givenUp.isEmpty {
                 for observer in giveUpObservers.withLockedValue({ Array($0.values) }) { observer(givenUp) }
@@ -58,15 +61,17 @@ extension LocalStore {
 /// The records one write transaction changed. Lives inside that transaction only (one
 /// thread: the writer's), so it needs no lock and is not `Sendable`.
 final class ChangeTracker {
-    private(set) var records = Set<LocalRecordID>()
+    /// In the order they changed, a record named once per change (``LocalStore/changes()``
+    /// sends them as a set).
+    private(set) var records: [LocalRecordID] = []
     /// Changes this transaction gave up on (reported as ``SyncEvent/gaveUp(_:)`` on commit).
     private(set) var givenUp: [GivenUpChange] = []
 
     func insert(zone: String, name: String) {
-        records.insert(LocalRecordID(zoneName: zone, recordName: name))
+        records.append(LocalRecordID(zoneName: zone, recordName: name))
     }
 
-    /// Makes room for `count` more records (a fetched page's), so the set grows once.
+    /// Makes room for `count` more records (a fetched page's), so the list grows once.
     func reserve(_ count: Int) {
         records.reserveCapacity(records.count + count)
     }
