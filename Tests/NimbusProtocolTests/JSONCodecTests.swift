@@ -22,6 +22,32 @@ struct JSONCodecTests {
         }
     }
 
+    /// The eight-bytes-at-a-time scan stops where a byte-by-byte scan stops, in both modes,
+    /// from every offset of random texts rich in the bytes it looks for.
+    @Test func thePlainByteScanStopsWhereAByteLoopStops() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = [0x00, 0x01, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x61, 0x7F, 0x80, 0xA0, 0xC3, 0xFF]
+        for _ in 0..<2_000 {
+            let count = Int.random(in: 0...40, using: &generator)
+            // Mostly plain letters, so that runs of eight are common.
+            let bytes = (0..<count).map { _ in
+                Int.random(in: 0..<4, using: &generator) == 0
+                    ? alphabet.randomElement(using: &generator)! : UInt8.random(in: 0x61...0x7A, using: &generator)
+            }
+            bytes.withUnsafeBufferPointer { buffer in
+                for start in 0...count {
+                    for nonASCIIIsPlain in [false, true] {
+                        let expected = (start..<count).first { position in
+                            let byte = bytes[position]
+                            return byte == 0x22 || byte == 0x5C || byte < 0x20 || (byte >= 0x80 && !nonASCIIIsPlain)
+                        } ?? count
+                        #expect(JSONPlainBytes.end(of: buffer, from: start, nonASCIIIsPlain: nonASCIIIsPlain) == expected)
+                    }
+                }
+            }
+        }
+    }
+
     @Test func stringsRoundTripWithEscapesAndUnicode() throws {
         let original = "quote \" backslash \\ newline \n tab \t nul \u{0} emoji 😀 accent é"
         let text = JSON.string(original).serialized()

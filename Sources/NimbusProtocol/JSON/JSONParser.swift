@@ -243,6 +243,8 @@ struct JSONParser {
         var nonASCII = false
         // Fast path: no escapes.
         while index < bytes.count {
+            index = JSONPlainBytes.end(of: bytes, from: index, nonASCIIIsPlain: false)
+            guard index < bytes.count else { break }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 if nonASCII { try validateUTF8(start..<index) }

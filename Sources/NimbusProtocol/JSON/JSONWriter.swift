@@ -99,14 +99,14 @@ extension JSON {
         // Copy runs of bytes that need no escaping in one go.
         value.withUTF8 { bytes in
             var runStart = 0
-            for position in 0..<bytes.count {
-                let byte = bytes[position]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            var position = JSONPlainBytes.end(of: bytes, from: 0, nonASCIIIsPlain: true)
+            while position < bytes.count {
                 if runStart < position {
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<position]))
                 }
                 runStart = position + 1
-                writeEscaped(byte, into: &out)
+                writeEscaped(bytes[position], into: &out)
+                position = JSONPlainBytes.end(of: bytes, from: runStart, nonASCIIIsPlain: true)
             }
             if runStart < bytes.count {
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
