@@ -94,6 +94,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Values bound through SQLite's C API for GRDB's cached statements (`BoundStatement`): the
+        // per-record writes of the server's SQLite engine and of a device's local store.
+        .target(
+            name: "NimbusSQLiteBinding",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The embedded SQLite engine: runs the statements the storage core asks for, on GRDB.
         .target(
             name: "NimbusSQLite",
@@ -101,8 +111,9 @@ let package = Package(
                 "NimbusStore",
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                // SQLite's C API, for the statements a modify runs per record (`DirectStatement`).
+                // SQLite's C API, for the statements a modify runs per record (`BoundStatement`).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "NimbusSQLiteBinding",
             ],
             swiftSettings: swiftSettings
         ),
@@ -251,8 +262,8 @@ let package = Package(
                 "Nimbus",
                 "NimbusProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                // SQLite's C API, for the store's one write per fetched record (`BoundStatement`).
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                // The store's one write per fetched record (`BoundStatement`).
+                "NimbusSQLiteBinding",
                 // Locks that exist on every platform the SDK supports (`Mutex` needs iOS 18).
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import NimbusProtocol
+import NimbusSQLiteBinding
 import NimbusStore
 
 extension SQLiteStore {
@@ -68,7 +69,7 @@ extension SQLiteStore {
         // Chunk to stay far below SQLite's host-parameter limit.
         for start in stride(from: 0, to: names.count, by: 500) {
             let chunk = names[start..<min(start + 500, names.count)]
-            var select = DirectStatement(
+            var select = BoundStatement(
                 try db.cachedStatement(
                     sql: "SELECT \(recordColumns) FROM records WHERE db = ? AND zone = ? AND name IN (\(placeholders(chunk.count)))"))
             select.bind(database)
@@ -96,7 +97,7 @@ extension SQLiteStore {
     static func write(_ db: Database, database: Int64, zone: String, records: some Sequence<StoredRecord>) throws {
         let statement = try db.cachedStatement(sql: writeRecordSQL)
         for record in records {
-            var insert = DirectStatement(statement)
+            var insert = BoundStatement(statement)
             insert.bind(database)
             insert.bind(zone)
             insert.bind(record.recordName)
@@ -111,7 +112,7 @@ extension SQLiteStore {
             insert.bind(record.version)
             insert.bind(record.createdVersion)
             insert.bind(record.deleted)
-            try insert.execute()
+            try insert.executeUnobserved()
         }
     }
 }

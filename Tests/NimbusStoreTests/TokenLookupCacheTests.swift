@@ -132,7 +132,7 @@ struct TokenLookupCacheTests {
             #expect(store.tokenLookups.count == 1)
             _ = try await store.modifyZones([.create(zoneName: "Z")], in: F.alice)
             #expect(store.tokenLookups.count == 1, "a zone is not a table a lookup reads")
-            // Records are written through SQLite's C API (DirectStatement), beside the observer.
+            // Records are written through SQLite's C API (BoundStatement), beside the observer.
             let saved = try await store.modifyRecords(
                 [F.operation(.create, "a"), F.operation(.create, "b")], zone: "Z", atomic: false, policy: F.policy(),
                 caller: F.caller, in: F.alice)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Nimbus
 import NimbusProtocol
+import NimbusSQLiteBinding
 
 /// The engine's reads and writes of the local store, inside one transaction of
 /// ``LocalStore`` (``LocalStore/transaction(_:)`` or ``LocalStore/reading(_:)``): the only
