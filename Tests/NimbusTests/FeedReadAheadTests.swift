@@ -4,8 +4,8 @@ import NimbusTestSupport
 import Testing
 
 /// The sync engines' read-ahead of a zone's feed (``FeedReadAhead``): the next page is asked
-/// for before this one is read, never more than two pages ahead of the caller, with a wrong
-/// hint dropped; and a Nimbus server's answers carry the hint.
+/// for before this one is read, pages are read ahead up to the feed's depth and never
+/// further, a wrong hint is dropped; and a Nimbus server's answers carry the hint.
 @Suite("Reading a zone's feed ahead")
 struct FeedReadAheadTests {
     /// Page `n` of `count` (page 1 is asked for with no token, page n with `t(n-1)`).
@@ -23,12 +23,12 @@ struct FeedReadAheadTests {
     }
 
     static func feed(
-        count: Int, hint: @escaping @Sendable (Int) -> ServerChangeToken? = { _ in nil },
+        count: Int, depth: Int = FeedReadAhead<RecordZoneChanges>.defaultDepth, hint: @escaping @Sendable (Int) -> ServerChangeToken? = { _ in nil },
         asked: @escaping @Sendable (Int?) async throws -> Void = { _ in },
         reading: @escaping @Sendable (Int) async throws -> Void = { _ in }
     ) -> FeedReadAhead<RecordZoneChanges> {
         FeedReadAhead(
-            from: nil,
+            from: nil, depth: depth,
             request: { token, _ in
                 let n = number(askedWith: token)
                 try await asked(n)
@@ -72,17 +72,20 @@ struct FeedReadAheadTests {
         #expect(tokens == ["t1", "t2", "t3", "t4", "t5"])
     }
 
-    @Test func neverMoreThanTwoPagesAheadOfTheCaller() async throws {
+    /// With depth d, after the caller took page k, pages k + 1 … k + d are read and page
+    /// k + d + 1 is asked for; no page after it, however long the caller waits.
+    @Test(arguments: [1, 3])
+    func neverMoreThanItsDepthAheadOfTheCaller(depth: Int) async throws {
         let calls = Locked(0)
         let asked = Signals()
-        let count = 8
+        let count = 12
         let tokens = try await withTimeout("the feed", .seconds(20)) {
             var feed = Self.feed(
-                count: count,
+                count: count, depth: depth,
                 asked: { n in
                     let n = try #require(n)
                     let taken = calls.withLock { $0 }
-                    #expect(n <= taken + 2, "page \(n) asked for with \(taken) calls of next()")
+                    #expect(n <= taken + depth + 1, "page \(n) asked for with \(taken) calls of next(), depth \(depth)")
                     await asked.fire(n)
                 })
             defer { feed.cancel() }
@@ -94,8 +97,10 @@ struct FeedReadAheadTests {
                 }
                 guard let page = try await feed.next() else { return tokens }
                 tokens.append(page.changeToken.rawValue)
-                // Let the read-ahead run as far as it will before the next call.
-                if taken + 2 <= count { try await asked.wait(taken + 2) }
+                #expect(feed.pagesReadAhead == depth, "after page \(taken)")
+                // Let the read-ahead run as far as it will before the next call: it reaches
+                // page taken + depth + 1 (so a feed that stopped short fails by timing out).
+                if taken + depth + 1 <= count { try await asked.wait(taken + depth + 1) }
             }
         }
         #expect(tokens == (1...count).map { "t\($0)" })

@@ -1,10 +1,13 @@
 /// A zone's change feed read ahead of the code that applies it, for the sync engines: while
-/// the caller applies page k, page k + 1 is read into records and the server builds page
-/// k + 2 (its request starts as soon as page k + 1's answer names its token, before that
-/// answer's records are read: ``RecordZoneChangesAnswer/nextTokenHint``).
+/// the caller applies page k, pages k + 1 … k + `depth` are read into records, one after
+/// another, and the server builds the page after the one being read (its request starts as
+/// soon as the previous page's answer names its token, before that answer's records are
+/// read: ``RecordZoneChangesAnswer/nextTokenHint``).
 ///
-/// Bounded: a page's request starts only when the caller has taken the page two before it,
-/// so at most three pages are in hand (one applied, one read, one asked for).
+/// The depth lets the three stages (the server's page, the device's read of it, the apply)
+/// run at their own pace on a machine with fewer cores than stages: a page read while the
+/// apply is busy waits for it instead of holding the reader back. Bounded: at most
+/// `depth` + 2 pages are in hand (one applied, `depth` read or being read, one asked for).
 ///
 /// ```swift
 /// var feed = FeedReadAhead(from: token, request: { token, first in
@@ -22,73 +25,118 @@ package struct FeedReadAhead<Page: Sendable> {
     package typealias Read = @Sendable (RecordZoneChangesAnswer) async throws -> Page
     package typealias Next = @Sendable (Page) -> ServerChangeToken?
 
+    /// How many pages are read ahead of the one the caller applies, unless told otherwise.
+    package static var defaultDepth: Int { 3 }
+
     /// A page read, and the request for the one after it when its hint held.
     private struct Stage: Sendable {
         var page: Page
         var following: Task<RecordZoneChangesAnswer, any Error>?
     }
 
+    /// Reads one page; `nil` when the page before it was the last.
+    private typealias Reading = Task<Stage?, any Error>
+
     private let request: Request
     private let read: Read
     private let nextToken: Next
-    private var reading: Task<Stage, any Error>?
+    private let depth: Int
+    /// The pages being read, in the feed's order: the first is the one `next()` returns.
+    private var readings: [Reading] = []
 
     /// Starts reading from `token` (from the zone's first change when `nil`); `request` is
-    /// called with `first` true for the first page only.
-    package init(from token: ServerChangeToken?, request: @escaping Request, read: @escaping Read, next: @escaping Next) {
+    /// called with `first` true for the first page only. `depth` (at least 1) pages are
+    /// read ahead of the caller.
+    package init(
+        from token: ServerChangeToken?, depth: Int = Self.defaultDepth, request: @escaping Request,
+        read: @escaping Read, next: @escaping Next
+    ) {
         self.request = request
         self.read = read
         self.nextToken = next
-        reading = Self.reading(Task { try await request(token, true) }, request: request, read: read, next: next)
+        self.depth = max(1, depth)
+        let asked = Task { try await request(token, true) }
+        let first = Reading { try await Self.stage(asked, request: request, read: read, next: next) }
+        readings = [first]
+        fill(after: first)
     }
 
     /// The next page, or `nil` after the last one (the page whose `next` is `nil`).
     package mutating func next() async throws -> Page? {
-        guard let current = reading else { return nil }
-        reading = nil
-        // A caller cancelled while it waits cancels the read (and the request it waits on).
-        let stage = try await withTaskCancellationHandler { try await current.value } onCancel: { current.cancel() }
-        if let token = nextToken(stage.page) {
-            let request = self.request
-            let asked = stage.following ?? Task { try await request(token, false) }
-            reading = Self.reading(asked, request: request, read: read, next: nextToken)
+        guard !readings.isEmpty else { return nil }
+        let current = readings.removeFirst()
+        let stage: Stage?
+        do {
+            // A caller cancelled while it waits cancels the read (and the request it waits on).
+            stage = try await withTaskCancellationHandler { try await current.value } onCancel: { current.cancel() }
+        } catch {
+            cancel()
+            throw error
         }
+        guard let stage else {
+            cancel()
+            return nil
+        }
+        fill(after: current)
         return stage.page
     }
 
+    /// How many pages are being read (or have been read) ahead of the caller: `depth`, until
+    /// the feed is spent. Each holds one page, and the request for the page after it.
+    package var pagesReadAhead: Int { readings.count }
+
     /// Stops every request and read in flight.
     package mutating func cancel() {
-        guard let current = reading else { return }
-        reading = nil
-        current.cancel()
+        let stopped = readings
+        readings = []
+        for reading in stopped { reading.cancel() }
         // A read that already finished may hold the request after it.
-        Task { (try? await current.value)?.following?.cancel() }
+        if !stopped.isEmpty {
+            Task { for reading in stopped { (try? await reading.value)??.following?.cancel() } }
+        }
     }
 
-    private static func reading(
+    /// Starts reading pages after the last one being read (or after `taken`, the page just
+    /// handed to the caller, when none is) until `depth` are.
+    private mutating func fill(after taken: Reading) {
+        var previous = readings.last ?? taken
+        while readings.count < depth {
+            let (request, read, next, after) = (self.request, self.read, self.nextToken, previous)
+            let reading = Reading {
+                // Cancelled with the feed: `previous` is cancelled too, and `stage` cancels
+                // the request it would wait on.
+                guard let stage = try await after.value, let token = next(stage.page) else { return nil }
+                let asked = stage.following ?? Task { try await request(token, false) }
+                return try await Self.stage(asked, request: request, read: read, next: next)
+            }
+            readings.append(reading)
+            previous = reading
+        }
+    }
+
+    /// Waits for `asked`'s answer, asks for the page after it by the answer's hint, and reads it.
+    private static func stage(
         _ asked: Task<RecordZoneChangesAnswer, any Error>, request: @escaping Request, read: @escaping Read,
         next: @escaping Next
-    ) -> Task<Stage, any Error> {
-        Task {
-            try await withTaskCancellationHandler {
-                let answer = try await asked.value
-                let hint = answer.nextTokenHint
-                let following = hint.map { hint in Task { try await request(hint, false) } }
-                do {
-                    let page = try await read(answer)
-                    try Task.checkCancellation()
-                    guard let following, let token = next(page), token == hint else {
-                        following?.cancel()
-                        return Stage(page: page, following: nil)
-                    }
-                    return Stage(page: page, following: following)
-                } catch {
+    ) async throws -> Stage {
+        try await withTaskCancellationHandler {
+            let answer = try await asked.value
+            let hint = answer.nextTokenHint
+            let following = hint.map { hint in Task { try await request(hint, false) } }
+            do {
+                let page = try await read(answer)
+                try Task.checkCancellation()
+                guard let following, let token = next(page), token == hint else {
                     following?.cancel()
-                    throw error
+                    return Stage(page: page, following: nil)
                 }
-            } onCancel: {
-                asked.cancel()
+                return Stage(page: page, following: following)
+            } catch {
+                following?.cancel()
+                throw error
             }
+        } onCancel: {
+            asked.cancel()
         }
     }
 }
