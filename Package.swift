@@ -94,13 +94,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Values bound through SQLite's C API for GRDB's cached statements (`BoundStatement`): the
-        // per-record writes of the server's SQLite engine and of a device's local store.
+        // What the server's SQLite engine and a device's local store share below GRDB: values
+        // bound through SQLite's C API (`BoundStatement`), and checkpoints off the commit path
+        // (`WALCheckpointer`).
         .target(
             name: "NimbusSQLiteBinding",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                // Locks that exist on every platform the SDK supports (`Mutex` needs iOS 18).
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -482,6 +485,8 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // A local store's rows set as an earlier build left them.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The store's checkpoints (`WALCheckpointer`), on a pool of the test's own.
+                "NimbusSQLiteBinding",
             ],
             swiftSettings: swiftSettings
         ),

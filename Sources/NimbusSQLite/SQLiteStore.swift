@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NimbusProtocol
+import NimbusSQLiteBinding
 import NimbusStore
 
 /// The embedded engine: one SQLite file in WAL mode, zero configuration.
@@ -22,8 +23,15 @@ public final class SQLiteStore: Sendable {
     /// Where the trace file is written: one thread under `SCHED_IDLE`, so that a write of spans
     /// yields a core the moment a request thread wakes on it.
     let traceWriter: LowPriorityThread
-    /// Checkpoints the WAL off the commit path.
+    /// Checkpoints the WAL off the commit path, on ``checkpointThread``, when ``polling`` asks.
     private let checkpointer: WALCheckpointer
+    private let polling: WALPolling
+    /// Where checkpoints run: at nice 19, so copying the log yields the cores to requests (a
+    /// commit past ``WALCheckpointer/safetyPages`` is the backstop if it falls behind on a busy
+    /// machine). Not `SCHED_IDLE`: beside a flood that keeps both cores busy, checkpoints then
+    /// fell behind and a quiet user's p99 grew (docs/PERFORMANCE.md, "Tracing overhead",
+    /// eighth round).
+    private let checkpointThread: LowPriorityThread
     public let path: String
     /// Sync tokens, signed with the secret kept in the file.
     public let changeTokens: ChangeTokens
@@ -50,12 +58,17 @@ public final class SQLiteStore: Sendable {
         path: String, random: any RandomNumberGenerator = SystemRandomNumberGenerator(), clock: WallClock = .system,
         preparingEachConnection prepare: (@Sendable (Database) throws -> Void)?
     ) throws {
+        let checkpointThread = LowPriorityThread(name: "nimbus-checkpoint", priority: .lowest)
+        let checkpointer = WALCheckpointer(path: path) { job in
+            Task { try? await checkpointThread.run(job) }
+        }
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // The checkpointer does it; a commit checkpoints only if it falls far behind.
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(WALCheckpointer.safetyPages)")
+            // The checkpointer does it (asked by `WALPolling`); a commit checkpoints only if it
+            // falls far behind.
+            try WALCheckpointer.leaveCheckpoints(db)
             try prepare?(db)
         }
         self.path = path
@@ -70,7 +83,9 @@ public final class SQLiteStore: Sendable {
         self.pool = pool
         self.traces = try Self.openTraces(besides: path)
         self.traceWriter = LowPriorityThread(name: "nimbus-traces", priority: .idle)
-        self.checkpointer = try WALCheckpointer(path: path)
+        self.checkpointer = checkpointer
+        self.checkpointThread = checkpointThread
+        self.polling = WALPolling(path: path, checkpointer: checkpointer)
     }
 
     /// Opens the store in a data directory (`DIR/nimbus.sqlite`), creating the directory.
@@ -81,12 +96,18 @@ public final class SQLiteStore: Sendable {
         try self.init(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"), random: random, clock: clock)
     }
 
-    /// A store dropped without ``close()`` still ends its writer thread (which holds itself).
-    deinit { traceWriter.stop() }
+    /// A store dropped without ``close()`` still ends its two threads (each holds itself).
+    deinit {
+        polling.stop()
+        traceWriter.stop()
+        checkpointThread.stop()
+    }
 
     /// Closes the database files. Further use throws.
     public func close() throws {
+        polling.stop()
         checkpointer.stop()
+        checkpointThread.stop()
         traceWriter.stop()
         try pool.close()
         try traces.close()

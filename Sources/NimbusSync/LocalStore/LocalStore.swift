@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NIOConcurrencyHelpers
 import NimbusProtocol
+import NimbusSQLiteBinding
 
 /// The device's local SQLite store: the last server copy of every synced record, the change
 /// tokens, the outbox of pending changes, the conflict log and the quarantine.
@@ -32,8 +33,12 @@ public final class LocalStore: Sendable {
         self.path = path
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        // Checkpoints run beside the commits, not inside them (``WALCheckpointer``): neither
+        // the engine's writes nor the app's wait for the log to be copied.
+        let checkpointer = WALCheckpointer(path: path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in checkpointer.takeOver(db) }
         pool = try DatabasePool(path: path, configuration: configuration)
         self.clock = clock
         try Self.migrator.migrate(pool)
