@@ -46,6 +46,10 @@ package final class WALCheckpointer: Sendable {
         var connection: DatabaseQueue?
         var queued = false
         var stopped = false
+        /// The log's pages at the last commit that asked, and how many of them the last
+        /// checkpoint copied: a commit asks again only when ``requestPages`` more were written.
+        var logPages: Int32 = 0
+        var copiedPages: Int32 = 0
     }
 
     private let path: String
@@ -90,7 +94,7 @@ package final class WALCheckpointer: Sendable {
                     // Fallen behind: this commit copies what is left, as SQLite's own would.
                     sqlite3_wal_checkpoint_v2(connection, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
                 } else if pages >= WALCheckpointer.requestPages, let box {
-                    Unmanaged<HookTarget>.fromOpaque(box).takeUnretainedValue().checkpointer?.request()
+                    Unmanaged<HookTarget>.fromOpaque(box).takeUnretainedValue().checkpointer?.committed(logPages: pages)
                 }
                 return SQLITE_OK
             }, box)
@@ -111,6 +115,19 @@ package final class WALCheckpointer: Sendable {
         }
         guard queue else { return }
         runner { [self] in checkpoint() }
+    }
+
+    /// A commit left `pages` in the log: asks for a checkpoint once ``requestPages`` were
+    /// written since the last one copied (a log that stays long while the checkpoints keep up
+    /// is copied in steps of that size, not one step per commit).
+    func committed(logPages pages: Int32) {
+        let ask = state.withLockedValue { state -> Bool in
+            // Fewer pages than the last commit saw: the log started over.
+            if pages < state.logPages { state.copiedPages = 0 }
+            state.logPages = pages
+            return pages >= state.copiedPages + Self.requestPages
+        }
+        if ask { request() }
     }
 
     /// Stops checkpointing and closes the connection (after a checkpoint under way ends).
@@ -144,6 +161,7 @@ package final class WALCheckpointer: Sendable {
         guard let connection,
             let result = try? connection.writeWithoutTransaction({ db in try db.checkpoint(.passive) })
         else { return }
+        state.withLockedValue { $0.copiedPages = Int32(clamping: max(0, result.checkpointedFrameCount)) }
         observer.withLockedValue { $0 }?(result.walFrameCount, result.checkpointedFrameCount)
     }
 }
