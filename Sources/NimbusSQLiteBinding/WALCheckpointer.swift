@@ -41,9 +41,6 @@ package final class WALCheckpointer: Sendable {
     package static let safetyPages: Int32 = 10_000
 
     private struct State {
-        /// Opened at the first checkpoint, after the pool has put the file in WAL mode (a
-        /// connection opened before that never sees the log).
-        var connection: DatabaseQueue?
         var queued = false
         var stopped = false
         /// The log's pages at the last commit that asked, and how many of them the last
@@ -55,6 +52,18 @@ package final class WALCheckpointer: Sendable {
     private let path: String
     private let runner: Runner
     private let state = NIOLockedValueBox(State())
+    /// The checkpointer's connection, opened at the first checkpoint, after the pool has put
+    /// the file in WAL mode (a connection opened before that never sees the log); `nil` once
+    /// stopped. Its own lock, held for a whole checkpoint: a commit that asks for one never
+    /// waits for it, and ``stop()`` closes the connection only between checkpoints (GRDB hands
+    /// SQLite a null connection after `close()`).
+    private let connection = NIOLockedValueBox<Connection>(.notOpened)
+
+    private enum Connection {
+        case notOpened
+        case open(DatabaseQueue)
+        case closed
+    }
     /// Each checkpoint's outcome, for tests: the log's pages and how many of them are copied.
     private let observer: NIOLockedValueBox<(@Sendable (_ logPages: Int, _ copiedPages: Int) -> Void)?>
 
@@ -132,12 +141,11 @@ package final class WALCheckpointer: Sendable {
 
     /// Stops checkpointing and closes the connection (after a checkpoint under way ends).
     package func stop() {
-        let connection = state.withLockedValue { state -> DatabaseQueue? in
-            state.stopped = true
-            defer { state.connection = nil }
-            return state.connection
+        state.withLockedValue { $0.stopped = true }
+        connection.withLockedValue { connection in
+            if case .open(let queue) = connection { try? queue.close() }
+            connection = .closed
         }
-        try? connection?.close()
     }
 
     /// Tells `observe` each checkpoint's outcome (tests).
@@ -147,20 +155,19 @@ package final class WALCheckpointer: Sendable {
 
     /// One passive checkpoint; a busy or failed one waits for the next request.
     private func checkpoint() {
-        let connection = state.withLockedValue { state -> DatabaseQueue? in
-            state.queued = false
-            guard !state.stopped else { return nil }
-            if state.connection == nil {
+        state.withLockedValue { $0.queued = false }
+        let result = connection.withLockedValue { connection -> (walFrameCount: Int, checkpointedFrameCount: Int)? in
+            if case .notOpened = connection {
                 var configuration = Configuration()
                 configuration.busyMode = .timeout(10)
                 configuration.label = "nimbus.wal-checkpointer"
-                state.connection = try? DatabaseQueue(path: path, configuration: configuration)
+                guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+                connection = .open(queue)
             }
-            return state.connection
+            guard case .open(let queue) = connection else { return nil }
+            return try? queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
         }
-        guard let connection,
-            let result = try? connection.writeWithoutTransaction({ db in try db.checkpoint(.passive) })
-        else { return }
+        guard let result else { return }
         state.withLockedValue { $0.copiedPages = Int32(clamping: max(0, result.checkpointedFrameCount)) }
         observer.withLockedValue { $0 }?(result.walFrameCount, result.checkpointedFrameCount)
     }

@@ -107,6 +107,26 @@ struct WALCheckpointerTests {
     }
 }
 
+extension WALCheckpointerTests {
+    @Test func aCheckpointAskedForBeforeStopRunsAfterItAsNothing() async throws {
+        try await Self.withPool { pool, checkpointer, jobs, _ in
+            let outcomes = NIOLockedValueBox(0)
+            checkpointer.onCheckpoint { _, _ in outcomes.withLockedValue { $0 += 1 } }
+            try await Self.write(pool, commits: 12)
+            jobs.runAll()
+            try await Self.write(pool, commits: 12)
+            #expect(jobs.count == 1)
+            checkpointer.stop()
+            // The connection is closed: the job must neither use it (GRDB would hand SQLite a
+            // null connection) nor open another.
+            jobs.runAll()
+            #expect(outcomes.withLockedValue { $0 } == 1)
+            try await Self.write(pool, commits: 12)
+            #expect(jobs.count == 0)
+        }
+    }
+}
+
 /// Checkpoint jobs the test runs when it chooses.
 final class HeldJobs: Sendable {
     private let jobs = NIOLockedValueBox<[@Sendable () -> Void]>([])
