@@ -96,7 +96,8 @@ public final class SQLiteStore: Sendable {
         try self.init(path: (directory as NSString).appendingPathComponent("nimbus.sqlite"), random: random, clock: clock)
     }
 
-    /// A store dropped without ``close()`` still ends its two threads (each holds itself).
+    /// A store dropped without ``close()`` still ends its log polling and its two threads (each
+    /// thread holds itself).
     deinit {
         polling.stop()
         traceWriter.stop()

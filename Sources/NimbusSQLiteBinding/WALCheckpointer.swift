@@ -10,7 +10,7 @@ import NIOConcurrencyHelpers
 /// there and then: several milliseconds of copying and an `fsync` inside one write, with the
 /// writer held. On the server that was the p99 of every user's writes under a flood
 /// (docs/PERFORMANCE.md, "Fairness under a flood"); on a device, a million-record first sync
-/// spent 3.4–3.7 s of its 15 s writer in 200-odd such commits, 17 ms each, and an app's own
+/// spent 3.1–3.7 s of its 15 s writer in 200-odd such commits, 17 ms each, and an app's own
 /// write that lands on one waits as long (docs/PERFORMANCE.md, "A million-record first sync").
 ///
 /// ```swift
@@ -53,8 +53,8 @@ package final class WALCheckpointer: Sendable {
     private let runner: Runner
     private let state = NIOLockedValueBox(State())
     /// The checkpointer's connection, opened at the first checkpoint, after the pool has put
-    /// the file in WAL mode (a connection opened before that never sees the log); `nil` once
-    /// stopped. Its own lock, held for a whole checkpoint: a commit that asks for one never
+    /// the file in WAL mode (a connection opened before that never sees the log); closed for
+    /// good by ``stop()``. Its own lock, held for a whole checkpoint: a commit that asks for one never
     /// waits for it, and ``stop()`` closes the connection only between checkpoints (GRDB hands
     /// SQLite a null connection after `close()`).
     private let connection = NIOLockedValueBox<Connection>(.notOpened)
