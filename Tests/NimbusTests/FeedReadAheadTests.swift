@@ -106,6 +106,29 @@ struct FeedReadAheadTests {
         #expect(tokens == (1...count).map { "t\($0)" })
     }
 
+    /// `nextIfRead()` takes a page only once it is read, never waits, and after the last page
+    /// gives nothing.
+    @Test func aPageAlreadyReadIsTakenWithoutWaiting() async throws {
+        let asked = Signals(), released = Signals()
+        try await withTimeout("the feed", .seconds(20)) {
+            var feed = Self.feed(
+                count: 4, asked: { n in await asked.fire(n ?? 0) },
+                reading: { n in if n == 2 { try await released.wait(2) } })
+            defer { feed.cancel() }
+            #expect(try await feed.next()?.changeToken.rawValue == "t1")
+            // Page 2's read is held: there is nothing to take yet.
+            #expect(feed.nextIfRead() == nil)
+            await released.fire(2)
+            // Page 4 is asked for by page 3's read, which starts only after page 2's ended.
+            try await asked.wait(4)
+            #expect(feed.nextIfRead()?.changeToken.rawValue == "t2")
+            #expect(try await feed.next()?.changeToken.rawValue == "t3")
+            #expect(try await feed.next()?.changeToken.rawValue == "t4")
+            #expect(feed.nextIfRead() == nil)
+            #expect(try await feed.next() == nil)
+        }
+    }
+
     @Test func aPageAskedForWithAWrongHintIsDroppedAndAskedForAgain() async throws {
         let asked = Locked<[Int?]>([])
         let tokens = try await withTimeout("the feed", .seconds(20)) {

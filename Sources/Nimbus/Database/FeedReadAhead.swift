@@ -34,8 +34,24 @@ package struct FeedReadAhead<Page: Sendable> {
         var following: Task<RecordZoneChangesAnswer, any Error>?
     }
 
-    /// Reads one page; `nil` when the page before it was the last.
-    private typealias Reading = Task<Stage?, any Error>
+    /// Reads one page (`nil` when the page before it was the last), and keeps the page once
+    /// read, so ``nextIfRead()`` can take it without waiting.
+    private struct Reading: Sendable {
+        let task: Task<Stage?, any Error>
+        let read: Locked<Stage?>
+
+        init(_ body: @escaping @Sendable () async throws -> Stage?) {
+            let read = Locked<Stage?>(nil)
+            self.read = read
+            task = Task {
+                let stage = try await body()
+                read.withLock { $0 = stage }
+                return stage
+            }
+        }
+
+        func cancel() { task.cancel() }
+    }
 
     private let request: Request
     private let read: Read
@@ -68,7 +84,7 @@ package struct FeedReadAhead<Page: Sendable> {
         let stage: Stage?
         do {
             // A caller cancelled while it waits cancels the read (and the request it waits on).
-            stage = try await withTaskCancellationHandler { try await current.value } onCancel: { current.cancel() }
+            stage = try await withTaskCancellationHandler { try await current.task.value } onCancel: { current.cancel() }
         } catch {
             cancel()
             throw error
@@ -77,6 +93,18 @@ package struct FeedReadAhead<Page: Sendable> {
             cancel()
             return nil
         }
+        fill(after: current)
+        return stage.page
+    }
+
+    /// The next page if it is already read, without waiting; `nil` when it is not read yet,
+    /// when its read failed (``next()`` throws that error), and after the last page.
+    ///
+    /// The sync engines apply the pages already read together with the one `next()` gave,
+    /// in one transaction, while the device's writer is the slow stage.
+    package mutating func nextIfRead() -> Page? {
+        guard let current = readings.first, let stage = current.read.current else { return nil }
+        readings.removeFirst()
         fill(after: current)
         return stage.page
     }
@@ -92,7 +120,7 @@ package struct FeedReadAhead<Page: Sendable> {
         for reading in stopped { reading.cancel() }
         // A read that already finished may hold the request after it.
         if !stopped.isEmpty {
-            Task { for reading in stopped { (try? await reading.value)??.following?.cancel() } }
+            Task { for reading in stopped { (try? await reading.task.value)??.following?.cancel() } }
         }
     }
 
@@ -105,7 +133,7 @@ package struct FeedReadAhead<Page: Sendable> {
             let reading = Reading {
                 // Cancelled with the feed: `previous` is cancelled too, and `stage` cancels
                 // the request it would wait on.
-                guard let stage = try await after.value, let token = next(stage.page) else { return nil }
+                guard let stage = try await after.task.value, let token = next(stage.page) else { return nil }
                 let asked = stage.following ?? Task { try await request(token, false) }
                 return try await Self.stage(asked, request: request, read: read, next: next)
             }

@@ -81,11 +81,11 @@ extension SyncEngine {
         var feed: FeedReadAhead<RecordZoneChanges>?
         defer { feed?.cancel() }
         while true {
-            let page: RecordZoneChanges
+            var pages: [RecordZoneChanges]
             do {
                 if feed == nil { feed = readAhead(zone, from: token) }
                 guard let next = try await feed?.next() else { break }
-                page = next
+                pages = [next]
             } catch let error as NimbusError where error.code == .changeTokenExpired {
                 feed = nil
                 try await noteTokenExpired(scope: zone)
@@ -110,17 +110,29 @@ extension SyncEngine {
                 seen = []
                 continue
             }
-            let names = page.modifications.map(\.id.recordName) + page.deletions.map(\.recordID.recordName)
-            if reconciling {
-                seen.formUnion(names)
-            } else if !unconfirmed.isEmpty {
-                seen.formUnion(names.filter(unconfirmed.contains))
+            // Pages already read while the last transaction ran are applied with this one, in
+            // one transaction: a device whose writer is the slow stage commits less often.
+            var records = pages[0].modifications.count + pages[0].deletions.count
+            while records < Self.recordsAppliedTogether, let more = feed?.nextIfRead() {
+                pages.append(more)
+                records += more.modifications.count + more.deletions.count
             }
-            try await apply(page, zone: zone)
-            token = page.changeToken
-            progress.add(page, at: clock.now())
-            emit(.fetchProgress(progress))
-            if !page.moreComing { break }
+            for page in pages {
+                let names = page.modifications.map(\.id.recordName) + page.deletions.map(\.recordID.recordName)
+                if reconciling {
+                    seen.formUnion(names)
+                } else if !unconfirmed.isEmpty {
+                    seen.formUnion(names.filter(unconfirmed.contains))
+                }
+            }
+            try await apply(pages, zone: zone)
+            let last = pages[pages.count - 1]
+            token = last.changeToken
+            for page in pages {
+                progress.add(page, at: clock.now())
+                emit(.fetchProgress(progress))
+            }
+            if !last.moreComing { break }
         }
         if reconciling {
             try await reconcile(zone: zone, keeping: seen)
@@ -144,41 +156,65 @@ extension SyncEngine {
             read: { try await $0.read() }, next: { $0.moreComing ? $0.changeToken : nil })
     }
 
-    private func apply(_ page: RecordZoneChanges, zone: String) async throws {
+    /// At most this many records (in whole pages) are applied in one transaction.
+    static var recordsAppliedTogether: Int { 1_000 }
+
+    /// What applying one page changed, told to listeners once its transaction commits.
+    private struct PageApplied {
+        var saved: [LocalRecord] = []
+        var deleted: [String] = []
+        var conflicts: [ConflictRecord] = []
+    }
+
+    /// Applies `pages` (one zone's, in the feed's order) in one transaction that ends with the
+    /// last page's token, so a device stopped midway resumes after the last page committed.
+    /// Events are told page by page once it commits.
+    private func apply(_ pages: [RecordZoneChanges], zone: String) async throws {
         let started = clock.now()
         let rules = configuration
-        let (saved, deleted, conflicts) = try await store.transaction { transaction in
-            var saved: [LocalRecord] = []
-            saved.reserveCapacity(page.modifications.count)
-            var deleted: [String] = []
-            var conflicts: [ConflictRecord] = []
-            transaction.changes.reserve(page.modifications.count + page.deletions.count)
-            // Most pages meet an empty outbox: then no record needs its own outbox lookup.
-            let noPending = try !transaction.hasPendingChanges(zone: zone)
-            var states = try PageStates(
-                transaction, zone: zone, names: page.modifications.map(\.id.recordName), noPending: noPending)
-            for record in page.modifications {
-                let name = record.id.recordName
-                let decision = SyncPlanner.feedModified(
-                    record, state: try states.state(of: name), rules: rules.rules(for: record.recordType))
-                conflicts += try transaction.apply(decision.actions, zone: zone, name: name)
-                if case .saved(let local)? = decision.visible { saved.append(local) }
+        let applied = try await store.transaction { transaction in
+            var applied: [PageApplied] = []
+            applied.reserveCapacity(pages.count)
+            for page in pages {
+                var result = PageApplied()
+                result.saved.reserveCapacity(page.modifications.count)
+                transaction.changes.reserve(page.modifications.count + page.deletions.count)
+                // Most pages meet an empty outbox: then no record needs its own outbox lookup.
+                let noPending = try !transaction.hasPendingChanges(zone: zone)
+                var states = try PageStates(
+                    transaction, zone: zone, names: page.modifications.map(\.id.recordName), noPending: noPending)
+                for record in page.modifications {
+                    let name = record.id.recordName
+                    let decision = SyncPlanner.feedModified(
+                        record, state: try states.state(of: name), rules: rules.rules(for: record.recordType))
+                    result.conflicts += try transaction.apply(decision.actions, zone: zone, name: name)
+                    if case .saved(let local)? = decision.visible { result.saved.append(local) }
+                }
+                for deletion in page.deletions {
+                    let name = deletion.recordID.recordName
+                    let decision = SyncPlanner.goneFromServer(state: try transaction.localState(zone: zone, name: name))
+                    result.conflicts += try transaction.apply(decision.actions, zone: zone, name: name)
+                    if decision.visible == .deleted { result.deleted.append(name) }
+                }
+                applied.append(result)
             }
-            for deletion in page.deletions {
-                let name = deletion.recordID.recordName
-                let decision = SyncPlanner.goneFromServer(state: try transaction.localState(zone: zone, name: name))
-                conflicts += try transaction.apply(decision.actions, zone: zone, name: name)
-                if decision.visible == .deleted { deleted.append(name) }
-            }
-            try transaction.setZoneToken(zone, page.changeToken)
-            return (saved, deleted, conflicts)
+            try transaction.setZoneToken(zone, pages[pages.count - 1].changeToken)
+            return applied
         }
+        let ended = clock.now()
+        for (page, result) in zip(pages, applied) { announce(result, of: page, zone: zone, started: started, ended: ended) }
+    }
+
+    /// Tells listeners what applying `page` changed (its conflicts, the records saved and
+    /// deleted, new shares) and reports the apply to the page's trace.
+    private func announce(_ result: PageApplied, of page: RecordZoneChanges, zone: String, started: Date, ended: Date) {
+        let (saved, deleted, conflicts) = (result.saved, result.deleted, result.conflicts)
         for conflict in conflicts { emit(.conflictResolved(conflict)) }
         if !saved.isEmpty || !deleted.isEmpty { emit(.fetched(zone: zone, saved: saved, deleted: deleted)) }
         if configuration.tracesChanges, let trace = RequestTrace.current, !page.modifications.isEmpty || !page.deletions.isEmpty {
             let report = ApplyTraceReport.make(
                 page, zone: zone, saved: saved, deleted: deleted, conflicts: conflicts, trace: trace, started: started,
-                ended: clock.now())
+                ended: ended)
             // Off the fetch's path: a report that fails costs the trace a hop, never the sync.
             let service = self.service
             Task { try? await service.reportTraceSpans([report]) }

@@ -61,14 +61,26 @@ final class FaultyService: SyncService {
         cutoffs.withLockedValue { $0[name] = (made + calls, error) }
     }
 
+    /// What runs when a name is called, before the call goes on: given the call's number.
+    private let onCall = NIOLockedValueBox<[String: @Sendable (Int) throws -> Void]>([:])
+
+    /// Runs `body` on every later call of `name`, with the call's number (1 for the first
+    /// call ever made), before the call reaches the server.
+    func whenCalled(_ name: String, _ body: @escaping @Sendable (Int) throws -> Void) {
+        onCall.withLockedValue { $0[name] = body }
+    }
+
     private func enter(_ name: String) throws {
         let cutoff = cutoffs.withLockedValue { $0[name] }
-        let (throttled, failure) = state.withLockedValue { state -> (Bool, NimbusError?) in
+        let hook = onCall.withLockedValue { $0[name] }
+        let (throttled, failure, number) = state.withLockedValue { state -> (Bool, NimbusError?, Int) in
             state.calls[name, default: 0] += 1
-            if let cutoff, state.calls[name, default: 0] > cutoff.calls { return (false, cutoff.error) }
+            let number = state.calls[name, default: 0]
+            if let cutoff, number > cutoff.calls { return (false, cutoff.error, number) }
             let throttled = throttleRate > 0 && Double.random(in: 0..<1, using: &state.rng) < throttleRate
-            return (throttled, state.once.removeValue(forKey: name) ?? state.failures[name])
+            return (throttled, state.once.removeValue(forKey: name) ?? state.failures[name], number)
         }
+        try hook?(number)
         if let failure { throw failure }
         if throttled {
             var error = NimbusError(.requestRateLimited, "injected throttle")
