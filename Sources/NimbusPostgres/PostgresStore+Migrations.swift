@@ -84,7 +84,17 @@ extension PostgresStore {
         throttleSettingsMigration,
         traceSpansMigration,
         accountTriggersMigration,
+        zoneQueryIndexesMigration,
     ]
+
+    /// Schema 17: the query indexes' entries also in zone order, so a query in one zone reads
+    /// only its own entries (SQLite's `v13-zone-query-indexes` says why).
+    static let zoneQueryIndexesMigration = Migration(
+        version: 17,
+        statements: [
+            "CREATE INDEX record_values_by_zone ON record_values (db, type, field, zone, kind, num, txt, name)",
+            "CREATE INDEX record_tokens_by_zone ON record_tokens (db, type, token, zone, name, field)",
+        ])
 
     /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created
     /// once by the first node that needs one and read by every other, and web push tokens

@@ -113,6 +113,21 @@ extension SQLiteStore {
     static func scanValues(_ db: Database, database: Int64, scan: IndexScan, index: String, range: IndexRange) throws
         -> [IndexHit]
     {
+        let (sql, arguments) = valuesScan(database: database, scan: scan, index: index, range: range)
+        let rows = try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
+        return rows.map { row in
+            let record = storedRecord(row)
+            return IndexHit(
+                position: IndexPosition(key: IndexValue(row[12] as DatabaseValue), recordName: record.recordName, zone: row[13]),
+                record: record)
+        }
+    }
+
+    /// The statement of ``scanValues(_:database:scan:index:range:)``: `package` so a test can
+    /// ask SQLite how it reads it.
+    package static func valuesScan(database: Int64, scan: IndexScan, index: String, range: IndexRange)
+        -> (sql: String, arguments: StatementArguments)
+    {
         var conditions = ["v.db = ?", "v.type = ?", "v.field = ?"]
         var arguments: [DatabaseValue] = [database.databaseValue, scan.recordType.databaseValue, index.databaseValue]
         if let lower = range.lower {
@@ -136,22 +151,14 @@ extension SQLiteStore {
             arguments += [(after.key ?? .missing).databaseValue, after.recordName.databaseValue, after.zone.databaseValue]
         }
         arguments.append(scan.limit.databaseValue)
-        let rows = try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT \(prefixedRecordColumns), v.value, v.zone
-                    FROM record_values v JOIN records r ON r.db = v.db AND r.zone = v.zone AND r.name = v.name
-                    WHERE \(conditions.joined(separator: " AND ")) AND r.deleted = 0
-                    ORDER BY v.value \(direction), v.name \(direction), v.zone \(direction)
-                    LIMIT ?
-                    """),
-            arguments: StatementArguments(arguments))
-        return rows.map { row in
-            let record = storedRecord(row)
-            return IndexHit(
-                position: IndexPosition(key: IndexValue(row[12] as DatabaseValue), recordName: record.recordName, zone: row[13]),
-                record: record)
-        }
+        let sql = """
+            SELECT \(prefixedRecordColumns), v.value, v.zone
+            FROM record_values v JOIN records r ON r.db = v.db AND r.zone = v.zone AND r.name = v.name
+            WHERE \(conditions.joined(separator: " AND ")) AND r.deleted = 0
+            ORDER BY v.value \(direction), v.name \(direction), v.zone \(direction)
+            LIMIT ?
+            """
+        return (sql, StatementArguments(arguments))
     }
 
     /// Token hits in (name, zone) order: one token's entries drive (the rarest, for

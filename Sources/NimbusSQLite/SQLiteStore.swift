@@ -225,6 +225,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v10-identity-logins", migrate: migrateV10IdentityLogins)
         migrator.registerMigration("v11-operators", migrate: migrateV11Operators)
         migrator.registerMigration("v12-throttle-settings", migrate: migrateV12ThrottleSettings)
+        migrator.registerMigration("v13-zone-query-indexes", migrate: migrateV13ZoneQueryIndexes)
         return migrator
     }
 }
