@@ -92,8 +92,8 @@ extension PostgresStore {
     static let zoneQueryIndexesMigration = Migration(
         version: 17,
         statements: [
-            "CREATE INDEX record_values_by_zone ON record_values (db, type, field, zone, kind, num, txt, name)",
-            "CREATE INDEX record_tokens_by_zone ON record_tokens (db, type, token, zone, name, field)",
+            "CREATE INDEX IF NOT EXISTS record_values_by_zone ON record_values (db, type, field, zone, kind, num, txt, name)",
+            "CREATE INDEX IF NOT EXISTS record_tokens_by_zone ON record_tokens (db, type, token, zone, name, field)",
         ])
 
     /// The server's secrets (`change-tokens` signs sync tokens: ``ChangeTokens``), created
