@@ -97,11 +97,28 @@ package struct FeedReadAhead<Page: Sendable> {
         return stage.page
     }
 
+    /// How many records (in whole pages) the sync engines apply together at most
+    /// (``pagesRead(after:upTo:records:)``).
+    package static var recordsTogether: Int { 1_000 }
+
+    /// `first` (the page ``next()`` gave) and the pages after it that are already read, taken
+    /// without waiting while they hold fewer than `limit` records in all (`records` counts a
+    /// page's). The sync engines apply them together: one transaction, one event, while the
+    /// device is the slow stage.
+    package mutating func pagesRead(
+        after first: Page, upTo limit: Int = Self.recordsTogether, records: (Page) -> Int
+    ) -> [Page] {
+        var pages = [first]
+        var count = records(first)
+        while count < limit, let more = nextIfRead() {
+            pages.append(more)
+            count += records(more)
+        }
+        return pages
+    }
+
     /// The next page if it is already read, without waiting; `nil` when it is not read yet,
     /// when its read failed (``next()`` throws that error), and after the last page.
-    ///
-    /// The sync engines apply the pages already read together with the one `next()` gave,
-    /// in one transaction, while the device's writer is the slow stage.
     package mutating func nextIfRead() -> Page? {
         guard let current = readings.first, let stage = current.read.current else { return nil }
         readings.removeFirst()

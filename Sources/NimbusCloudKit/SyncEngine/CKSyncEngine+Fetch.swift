@@ -83,14 +83,14 @@ extension CKSyncEngine {
             while true {
                 try Task.checkCancellation()
                 let stored = state.data.current.zoneTokens[zoneID.storageKey]
-                var pages: [ZoneChangesPage]
+                let first: ZoneChangesPage
                 do {
                     if feed == nil || feed?.from != stored {
                         feed?.pages.cancel()
                         feed = (stored, try readAhead(zoneID, from: stored.map { ServerChangeToken(rawValue: $0) }))
                     }
                     guard let next = try await feed?.pages.next() else { break }
-                    pages = [next]
+                    first = next
                 } catch let error as CKError where error.code == .changeTokenExpired && stored != nil {
                     feed = nil
                     state.data.withLock { $0.zoneTokens[zoneID.storageKey] = nil }
@@ -98,11 +98,8 @@ extension CKSyncEngine {
                 }
                 // Pages already read while the delegate handled the last event come in this
                 // one: an app that writes each event in a transaction commits less often.
-                var records = pages[0].modificationResultsByID.count + pages[0].deletions.count
-                while records < Self.recordsFetchedTogether, let more = feed?.pages.nextIfRead() {
-                    pages.append(more)
-                    records += more.modificationResultsByID.count + more.deletions.count
-                }
+                let pages =
+                    feed?.pages.pagesRead(after: first) { $0.modificationResultsByID.count + $0.deletions.count } ?? [first]
                 let page = pages[pages.count - 1]
                 feed?.from = page.changeToken.token.rawValue
                 let (modifications, deletions) = Self.changes(of: pages)
@@ -129,21 +126,12 @@ extension CKSyncEngine {
         await emit(.didFetchRecordZoneChanges(.init(zoneID: zoneID, error: failure)))
     }
 
-    /// At most this many records (in whole pages) are told in one `fetchedRecordZoneChanges`.
-    static var recordsFetchedTogether: Int { 1_000 }
-
     /// What `pages` (in the feed's order) changed, as one event tells it: a record's last
     /// change wins (a record saved on one page and deleted on a later one is only deleted),
     /// modifications in name order.
     static func changes(of pages: [ZoneChangesPage]) -> (
         modifications: [CKDatabase.RecordZoneChange.Modification], deletions: [CKDatabase.RecordZoneChange.Deletion]
     ) {
-        guard pages.count > 1 else {
-            let page = pages[0]
-            let modifications = page.modificationResultsByID.values.compactMap { try? $0.get() }
-                .sorted { $0.recordID.recordName < $1.recordID.recordName }
-            return (modifications, page.deletions)
-        }
         var modifications: [CKRecord.ID: CKDatabase.RecordZoneChange.Modification] = [:]
         var deletions: [CKRecord.ID: (order: Int, deletion: CKDatabase.RecordZoneChange.Deletion)] = [:]
         var order = 0

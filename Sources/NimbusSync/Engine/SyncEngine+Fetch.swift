@@ -81,11 +81,11 @@ extension SyncEngine {
         var feed: FeedReadAhead<RecordZoneChanges>?
         defer { feed?.cancel() }
         while true {
-            var pages: [RecordZoneChanges]
+            let first: RecordZoneChanges
             do {
                 if feed == nil { feed = readAhead(zone, from: token) }
                 guard let next = try await feed?.next() else { break }
-                pages = [next]
+                first = next
             } catch let error as NimbusError where error.code == .changeTokenExpired {
                 feed = nil
                 try await noteTokenExpired(scope: zone)
@@ -112,11 +112,7 @@ extension SyncEngine {
             }
             // Pages already read while the last transaction ran are applied with this one, in
             // one transaction: a device whose writer is the slow stage commits less often.
-            var records = pages[0].modifications.count + pages[0].deletions.count
-            while records < Self.recordsAppliedTogether, let more = feed?.nextIfRead() {
-                pages.append(more)
-                records += more.modifications.count + more.deletions.count
-            }
+            let pages = feed?.pagesRead(after: first) { $0.modifications.count + $0.deletions.count } ?? [first]
             for page in pages {
                 let names = page.modifications.map(\.id.recordName) + page.deletions.map(\.recordID.recordName)
                 if reconciling {
@@ -155,9 +151,6 @@ extension SyncEngine {
             },
             read: { try await $0.read() }, next: { $0.moreComing ? $0.changeToken : nil })
     }
-
-    /// At most this many records (in whole pages) are applied in one transaction.
-    static var recordsAppliedTogether: Int { 1_000 }
 
     /// What applying one page changed, told to listeners once its transaction commits.
     private struct PageApplied {
