@@ -226,6 +226,7 @@ public final class SQLiteStore: Sendable {
         migrator.registerMigration("v11-operators", migrate: migrateV11Operators)
         migrator.registerMigration("v12-throttle-settings", migrate: migrateV12ThrottleSettings)
         migrator.registerMigration("v13-zone-query-indexes", migrate: migrateV13ZoneQueryIndexes)
+        migrator.registerMigration("v14-records-in-write-order", migrate: migrateV14RecordsInWriteOrder)
         return migrator
     }
 }
