@@ -16,6 +16,12 @@ extension StorageLocation {
     public func open(logger: Logger, clock: WallClock = .system) async throws -> any NimbusStorage {
         switch self {
         case .sqlite(let directory):
+            let pending = try SQLiteStore.pendingMigrations(directory: directory)
+            if !pending.isEmpty {
+                logger.notice(
+                    "upgrading the store's schema before serving (a large store takes minutes: docs/DEPLOYMENT.md, SQLite upgrades)",
+                    metadata: ["migrations": "\(pending.joined(separator: ", "))"])
+            }
             return try SQLiteStore(directory: directory, clock: clock)
         case .postgres(let url, let schema):
             return try await PostgresStore.open(url: url, schema: schema, clock: clock, logger: logger)

@@ -67,8 +67,11 @@ struct RecordWriteOrderTests {
     }
 
     @Test func upgradingStoresEachZonesRowsInVersionOrderAndKeepsThem() async throws {
-        let path = Self.temporaryPath()
-        defer { Self.remove(path) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-upgrade-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = (directory as NSString).appendingPathComponent("nimbus.sqlite")
+        #expect(try SQLiteStore.pendingMigrations(directory: directory) == [], "no file yet: nothing to upgrade")
         let queue = try DatabaseQueue(path: path)
         try SQLiteStore.migrator.migrate(queue, upTo: "v13-zone-query-indexes")
         try await queue.write { db in
@@ -93,8 +96,11 @@ struct RecordWriteOrderTests {
                     """)
         }
         try queue.close()
+        // What a server names in its log before it upgrades.
+        #expect(try SQLiteStore.pendingMigrations(directory: directory) == ["v14-records-in-write-order"])
 
         let store = try SQLiteStore(path: path)
+        #expect(try SQLiteStore.pendingMigrations(directory: directory) == [])
         let rows = try Self.rowsInFileOrder(path, owner: "_alice")
         #expect(rows.map(\.name) == ["b", "a", "d", "b", "c", "a"], "Y's rows then Z's, each in version order: \(rows)")
         #expect(try Self.rowsInFileOrder(path, owner: "_bob").map(\.name) == ["a"])
